@@ -1,0 +1,89 @@
+// Limiter: the common face of every limiting algorithm.
+//
+// A limiter is a passive state machine for one limit of one concrete scope
+// (say, the "rps" limit of user:alice). It owns no timers, threads or IO and
+// never reads a clock: every call takes `now_us`, microseconds on the daemon's
+// clock (monotonic within a run, anchored to wall time so that it can be
+// persisted and compared across restarts). Loop thread only.
+//
+// The engine asks Check() of every applicable limiter, and only when all admit
+// calls Charge() on each, so a denial charges nothing anywhere. A lease that
+// settles for more or less than it reserved calls Settle(); a lease that ends
+// (commit, cancel, expiry) calls Release() (only concurrency cares).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "budget/limit_spec.h"
+
+namespace brake {
+
+inline constexpr int64_t kNever = -1;  // a retry time that never comes
+
+enum class Verdict {
+  kAdmit,
+  kDeny,      // not now; retry_after_us says when (or kNever)
+  kTooLarge,  // can never be granted: larger than the limit's capacity
+};
+
+struct Decision {
+  Verdict verdict = Verdict::kAdmit;
+  // For kDeny: the earliest delay after which the same Check would admit if
+  // nothing else happened; kNever if it never would. 0 for kAdmit.
+  int64_t retry_after_us = 0;
+};
+
+// What status reports for a limit, in resource units.
+struct LimitUsage {
+  int64_t limit = 0;
+  int64_t used = 0;
+  int64_t remaining = 0;     // may be negative after an over-charge
+  int64_t resets_in_us = kNever;  // until fully available again; kNever: never
+};
+
+class Limiter {
+ public:
+  explicit Limiter(LimitSpec spec) : spec_(std::move(spec)) {}
+  virtual ~Limiter() = default;
+  Limiter(const Limiter&) = delete;
+  Limiter& operator=(const Limiter&) = delete;
+
+  // Would `amount` be admitted at `now_us`? Does not charge. May drop state
+  // that has expired by `now_us`. `amount` >= 0.
+  virtual Decision Check(int64_t amount, int64_t now_us) = 0;
+  // Charges `amount` at `now_us`. Called after Check admitted (or for a
+  // shadow limit, unconditionally); never fails.
+  virtual void Charge(int64_t amount, int64_t now_us) = 0;
+  // Corrects an earlier Charge made at `charged_at_us` by `delta` units:
+  // positive charges extra (may drive the limit below zero), negative
+  // refunds (only what still counts: a refund to an expired window or period
+  // is dropped).
+  virtual void Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) = 0;
+  // A lease that was charged `amount` has ended. Only concurrency acts on it.
+  virtual void Release(int64_t /*amount*/, int64_t /*now_us*/) {}
+  virtual LimitUsage Usage(int64_t now_us) = 0;
+  // Forgets all counters: as if new at `now_us`.
+  virtual void Reset(int64_t now_us) = 0;
+
+  // The state as integers, for storage; Restore takes what Save gave (of a
+  // limiter of the same algorithm) and returns false, changing nothing, when
+  // it is malformed.
+  virtual std::vector<int64_t> SaveState() const = 0;
+  virtual bool RestoreState(const std::vector<int64_t>& state) = 0;
+
+  const LimitSpec& spec() const { return spec_; }
+  // Takes new parameters (same algorithm), keeping the counters: raising a
+  // daily cap does not forgive what was spent today.
+  void Reconfigure(LimitSpec spec) { spec_ = std::move(spec); }
+
+ protected:
+  LimitSpec spec_;
+};
+
+// A new limiter for `spec`, in its initial state at `now_us` (a token bucket
+// starts full, a warm-up limiter starts cold).
+std::unique_ptr<Limiter> MakeLimiter(const LimitSpec& spec, int64_t now_us);
+
+}  // namespace brake

@@ -1,0 +1,183 @@
+// Store: brake's durable state in one SQLite database.
+//
+// The only code that includes sqlite3.h. One connection, WAL mode,
+// synchronous=FULL, schema versioned by PRAGMA user_version with ordered
+// migrations (a newer schema than this binary knows is refused, never
+// touched). Not thread-safe: the daemon owns one Store and calls it from its
+// single storage thread only (see daemon/storage_worker.h); it may be created
+// on one thread and then used on another.
+//
+// Writes arrive as a Batch: all state changes of one or more loop turns,
+// applied in ONE transaction (BEGIN IMMEDIATE ... COMMIT) so that group
+// commit amortises the fsync. A Batch either commits whole or not at all; a
+// failed commit is reported as such and never retried behind the caller's
+// back.
+//
+// Values are opaque to the store where the daemon owns their format (policy
+// JSON, lease JSON, limiter and breaker state as integer lists).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace brake {
+
+struct PolicyRow {
+  std::string scope;  // "user:alice", "task:*", "global", ...
+  std::string json;   // the policy object as set, serialized
+};
+
+struct TaskRow {
+  std::string task;
+  std::string user;
+  std::string parent;  // "" when none
+  int64_t created_ms = 0;  // wall clock, ms since the epoch
+};
+
+struct LimiterRow {
+  std::string scope;  // concrete scope, e.g. "user:alice"
+  std::string name;   // limit name
+  std::string algorithm;
+  std::vector<int64_t> state;  // Limiter::SaveState()
+};
+
+// Settled totals of one subject scope since it first appeared (absolute
+// values, not deltas: a put replaces the row).
+struct SpendRow {
+  std::string scope;
+  int64_t requests = 0;
+  int64_t tokens = 0;
+  int64_t usd_nano = 0;  // 1 usd = 1e9
+};
+
+struct LeaseRow {
+  std::string id;
+  std::string json;  // the daemon's serialized lease
+};
+
+struct BreakerRow {
+  std::string scope;
+  std::vector<int64_t> state;
+};
+
+struct PriceRow {
+  std::string model;
+  int64_t input_nano_per_mtok = 0;   // nano-usd per million input tokens
+  int64_t output_nano_per_mtok = 0;  // nano-usd per million output tokens
+};
+
+// One settlement of a lease: a row of the usage ledger.
+struct LedgerRow {
+  int64_t time_ms = 0;  // wall clock, ms since the epoch
+  std::string user;
+  std::string task;
+  std::string parent;    // "" when none
+  std::string resource;  // "" when none
+  std::string model;     // "" when none
+  int64_t requests = 0;
+  int64_t tokens = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t usd_nano = 0;
+  int64_t latency_ms = -1;  // -1 when not reported
+  std::string outcome;      // ok | error | timeout | throttled | cancelled
+  bool expired = false;     // settled by lease expiry, at its estimate
+};
+
+// All the state changes to apply in one transaction. Puts are upserts by
+// key; deletes of missing keys are no-ops. Order inside a Batch: deletes of a
+// kind run before its puts.
+struct Batch {
+  uint64_t seq = 0;  // the daemon's batch number; the store ignores it
+  std::vector<PolicyRow> policies_put;
+  std::vector<std::string> policies_deleted;  // scopes
+  std::vector<TaskRow> tasks_put;
+  std::vector<LimiterRow> limiters_put;
+  // Deletes every limiter row of a scope (reset, policy change).
+  std::vector<std::string> limiter_scopes_deleted;
+  std::vector<SpendRow> spend_put;
+  std::vector<std::string> spend_deleted;  // scopes
+  std::vector<LeaseRow> leases_put;
+  std::vector<std::string> leases_deleted;  // lease ids
+  std::vector<BreakerRow> breakers_put;
+  std::vector<std::string> breakers_deleted;  // scopes
+  std::vector<PriceRow> prices_put;
+  std::vector<LedgerRow> ledger_append;
+
+  bool empty() const;
+  // Appends `other`'s changes after this one's (used to merge batches that
+  // wait behind a commit in progress).
+  void Append(Batch&& other);
+};
+
+// Everything persisted, as loaded at startup.
+struct Snapshot {
+  std::vector<PolicyRow> policies;
+  std::vector<TaskRow> tasks;
+  std::vector<LimiterRow> limiters;
+  std::vector<SpendRow> spend;
+  std::vector<LeaseRow> leases;
+  std::vector<BreakerRow> breakers;
+  std::vector<PriceRow> prices;
+};
+
+struct UsageQuery {
+  std::string user;             // required
+  std::string task;             // "" = all tasks of the user
+  int64_t since_ms = 0;         // inclusive, wall clock ms
+  std::string by;               // "" (one total) | "task" | "model" | "day"
+};
+
+struct UsageTotal {
+  std::string key;  // the group: task name, model, "YYYY-MM-DD"; "" for a total
+  int64_t calls = 0;
+  int64_t requests = 0;
+  int64_t tokens = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t usd_nano = 0;
+  int64_t expired = 0;  // how many of the calls were settled by expiry
+};
+
+struct StoreOptions {
+  // Run PRAGMA quick_check at open; refuse to open a damaged database.
+  bool quick_check = true;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database at `path`, creating its parent
+  // directory is the caller's business. Applies pending migrations. Fails
+  // with kUnavailable when the file cannot be opened, is damaged, or has a
+  // newer schema than this binary knows (the message says which).
+  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                             const StoreOptions& options = {});
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  Result<Snapshot> Load();
+  // Applies `batch` in one transaction with synchronous=FULL. Ok means the
+  // transaction is committed and synced. On failure, nothing of `batch` is
+  // applied (the transaction is rolled back) and the status is kUnavailable.
+  Status Apply(const Batch& batch);
+  // Sums ledger rows (the usage report). The sum of all rows of a user equals
+  // the settled spend the daemon reports for it.
+  Result<std::vector<UsageTotal>> QueryUsage(const UsageQuery& query);
+  // PRAGMA wal_checkpoint(TRUNCATE); run from the storage thread when idle.
+  Status Checkpoint();
+
+  static int SchemaVersion();  // the newest schema this binary knows
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace brake
