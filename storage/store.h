@@ -23,108 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "common/records.h"
 #include "common/status.h"
 
 namespace brake {
-
-struct PolicyRow {
-  std::string scope;  // "user:alice", "task:*", "global", ...
-  std::string json;   // the policy object as set, serialized
-};
-
-struct TaskRow {
-  std::string task;
-  std::string user;
-  std::string parent;  // "" when none
-  int64_t created_ms = 0;  // wall clock, ms since the epoch
-};
-
-struct LimiterRow {
-  std::string scope;  // concrete scope, e.g. "user:alice"
-  std::string name;   // limit name
-  std::string algorithm;
-  std::vector<int64_t> state;  // Limiter::SaveState()
-};
-
-// Settled totals of one subject scope since it first appeared (absolute
-// values, not deltas: a put replaces the row).
-struct SpendRow {
-  std::string scope;
-  int64_t requests = 0;
-  int64_t tokens = 0;
-  int64_t usd_nano = 0;  // 1 usd = 1e9
-};
-
-struct LeaseRow {
-  std::string id;
-  std::string json;  // the daemon's serialized lease
-};
-
-struct BreakerRow {
-  std::string scope;
-  std::vector<int64_t> state;
-};
-
-struct PriceRow {
-  std::string model;
-  int64_t input_nano_per_mtok = 0;   // nano-usd per million input tokens
-  int64_t output_nano_per_mtok = 0;  // nano-usd per million output tokens
-};
-
-// One settlement of a lease: a row of the usage ledger.
-struct LedgerRow {
-  int64_t time_ms = 0;  // wall clock, ms since the epoch
-  std::string user;
-  std::string task;
-  std::string parent;    // "" when none
-  std::string resource;  // "" when none
-  std::string model;     // "" when none
-  int64_t requests = 0;
-  int64_t tokens = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  int64_t usd_nano = 0;
-  int64_t latency_ms = -1;  // -1 when not reported
-  std::string outcome;      // ok | error | timeout | throttled | cancelled
-  bool expired = false;     // settled by lease expiry, at its estimate
-};
-
-// All the state changes to apply in one transaction. Puts are upserts by
-// key; deletes of missing keys are no-ops. Order inside a Batch: deletes of a
-// kind run before its puts.
-struct Batch {
-  uint64_t seq = 0;  // the daemon's batch number; the store ignores it
-  std::vector<PolicyRow> policies_put;
-  std::vector<std::string> policies_deleted;  // scopes
-  std::vector<TaskRow> tasks_put;
-  std::vector<LimiterRow> limiters_put;
-  // Deletes every limiter row of a scope (reset, policy change).
-  std::vector<std::string> limiter_scopes_deleted;
-  std::vector<SpendRow> spend_put;
-  std::vector<std::string> spend_deleted;  // scopes
-  std::vector<LeaseRow> leases_put;
-  std::vector<std::string> leases_deleted;  // lease ids
-  std::vector<BreakerRow> breakers_put;
-  std::vector<std::string> breakers_deleted;  // scopes
-  std::vector<PriceRow> prices_put;
-  std::vector<LedgerRow> ledger_append;
-
-  bool empty() const;
-  // Appends `other`'s changes after this one's (used to merge batches that
-  // wait behind a commit in progress).
-  void Append(Batch&& other);
-};
-
-// Everything persisted, as loaded at startup.
-struct Snapshot {
-  std::vector<PolicyRow> policies;
-  std::vector<TaskRow> tasks;
-  std::vector<LimiterRow> limiters;
-  std::vector<SpendRow> spend;
-  std::vector<LeaseRow> leases;
-  std::vector<BreakerRow> breakers;
-  std::vector<PriceRow> prices;
-};
 
 struct UsageQuery {
   std::string user;             // required
