@@ -1,0 +1,104 @@
+#include "budget/token_bucket.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "budget/int_math.h"
+
+namespace brake {
+
+using budget_math::kMax;
+using budget_math::kMin;
+using budget_math::MsToUs;
+using budget_math::MulDivCeil;
+using budget_math::MulDivFloor;
+using budget_math::SatAdd;
+using budget_math::SatSub;
+using budget_math::Until;
+
+TokenBucket::TokenBucket(LimitSpec spec, int64_t now_us)
+    : Limiter(std::move(spec)), empty_at_us_(0) {
+  Reset(now_us);
+}
+
+int64_t TokenBucket::Burst() const {
+  return spec_.burst > 0 ? spec_.burst : std::max<int64_t>(spec_.rate, 0);
+}
+
+int64_t TokenBucket::CostUs(int64_t amount) const {
+  if (amount <= 0) return 0;
+  if (!Usable()) return kMax;
+  return MulDivCeil(amount, MsToUs(spec_.per_ms), spec_.rate);
+}
+
+int64_t TokenBucket::ClampedEmptyAt(int64_t now_us) const {
+  return std::max(empty_at_us_, SatSub(now_us, CostUs(Burst())));
+}
+
+int64_t TokenBucket::StoredPermits(int64_t now_us) const {
+  if (!Usable()) return 0;
+  int64_t elapsed = SatSub(now_us, ClampedEmptyAt(now_us));
+  int64_t stored = MulDivFloor(elapsed, spec_.rate, MsToUs(spec_.per_ms));
+  return std::min(stored, Burst());
+}
+
+Decision TokenBucket::Check(int64_t amount, int64_t now_us) {
+  if (amount <= 0) return {};
+  if (!Usable()) return {Verdict::kTooLarge, 0};
+  int64_t base = ClampedEmptyAt(now_us);
+  if (spec_.pay_later) {
+    // Guava's acquire: granted once earlier debt is paid, whatever the size.
+    if (now_us >= base) return {};
+    return {Verdict::kDeny, Until(base, now_us)};
+  }
+  if (amount > Burst()) return {Verdict::kTooLarge, 0};
+  // Stored >= amount, expressed in time so that retry_after is exact: the
+  // clamp cannot move `base` while we wait, since amount <= burst.
+  int64_t ready_at = SatAdd(base, CostUs(amount));
+  if (now_us >= ready_at) return {};
+  return {Verdict::kDeny, Until(ready_at, now_us)};
+}
+
+void TokenBucket::Charge(int64_t amount, int64_t now_us) {
+  if (amount <= 0) return;
+  empty_at_us_ = SatAdd(ClampedEmptyAt(now_us), CostUs(amount));
+}
+
+void TokenBucket::Settle(int64_t delta, int64_t /*charged_at_us*/,
+                         int64_t now_us) {
+  if (delta > 0) {
+    Charge(delta, now_us);
+  } else if (delta < 0) {
+    // Clamp first so that a refund never lifts the bucket above full.
+    int64_t refund = delta == kMin ? kMax : -delta;
+    empty_at_us_ = SatSub(ClampedEmptyAt(now_us), CostUs(refund));
+  }
+}
+
+LimitUsage TokenBucket::Usage(int64_t now_us) {
+  LimitUsage u;
+  u.limit = Burst();
+  u.remaining = StoredPermits(now_us);
+  u.used = SatSub(u.limit, u.remaining);
+  if (!Usable()) {
+    u.resets_in_us = kNever;
+  } else {
+    u.resets_in_us =
+        Until(SatAdd(ClampedEmptyAt(now_us), CostUs(Burst())), now_us);
+  }
+  return u;
+}
+
+void TokenBucket::Reset(int64_t now_us) {
+  empty_at_us_ = SatSub(now_us, CostUs(Burst()));
+}
+
+std::vector<int64_t> TokenBucket::SaveState() const { return {empty_at_us_}; }
+
+bool TokenBucket::RestoreState(const std::vector<int64_t>& state) {
+  if (state.size() != 1) return false;
+  empty_at_us_ = state[0];
+  return true;
+}
+
+}  // namespace brake

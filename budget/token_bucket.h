@@ -1,0 +1,54 @@
+// TokenBucket: Guava's SmoothBursty as a limiter.
+//
+// Permits refill at `rate` per `per_ms` and are stored up to `burst` (a spec
+// burst of 0 means `rate`). A new bucket starts full. The state is one
+// instant, `empty_at_us`: when the bucket was (or, in debt, will be) empty;
+// the permits stored at `now` are min(burst, (now - empty_at) / interval), so
+// clamping empty_at to at least now - cost(burst) caps the bucket at full.
+//
+// Without `pay_later`, a request is admitted iff that many permits are stored
+// and a request above `burst` is kTooLarge. With `pay_later` (Guava's
+// acquire), a request of any size is admitted as soon as the bucket has no
+// debt, and its cost beyond what is stored is paid by later callers.
+// Loop thread only; owns nothing but its state.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "budget/limiter.h"
+
+namespace brake {
+
+class TokenBucket final : public Limiter {
+ public:
+  // A full bucket at `now_us`.
+  TokenBucket(LimitSpec spec, int64_t now_us);
+
+  Decision Check(int64_t amount, int64_t now_us) override;
+  void Charge(int64_t amount, int64_t now_us) override;
+  // Positive delta charges more (debt possible); negative refunds, up to full.
+  // Permits are fungible, so `charged_at_us` does not matter.
+  void Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) override;
+  LimitUsage Usage(int64_t now_us) override;
+  void Reset(int64_t now_us) override;
+  // {empty_at_us}.
+  std::vector<int64_t> SaveState() const override;
+  bool RestoreState(const std::vector<int64_t>& state) override;
+
+  // The effective cap on stored permits (`burst`, or `rate` when 0).
+  int64_t Burst() const;
+  // Whole permits stored at `now_us`; negative while in debt.
+  int64_t StoredPermits(int64_t now_us) const;
+  // Microseconds it takes to refill `amount` permits, rounded up.
+  int64_t CostUs(int64_t amount) const;
+
+ private:
+  bool Usable() const { return spec_.rate > 0 && spec_.per_ms > 0; }
+  // empty_at_us_ clamped so that the bucket holds at most `burst`.
+  int64_t ClampedEmptyAt(int64_t now_us) const;
+
+  int64_t empty_at_us_;
+};
+
+}  // namespace brake
