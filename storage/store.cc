@@ -1,1 +1,445 @@
-// placeholder
+#include "storage/store.h"
+
+#include <sqlite3.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "storage/int_list.h"
+#include "storage/schema.h"
+#include "storage/sqlite_util.h"
+
+namespace brake {
+
+using storage::ExecSql;
+using storage::SqliteError;
+using storage::Statement;
+
+namespace {
+
+// The storage thread may wait this long for another process's lock; the
+// loop never waits on it.
+constexpr int kBusyTimeoutMs = 5000;
+
+constexpr std::string_view kPrefix = "storage: ";
+
+// How many quick_check complaints a refusal message quotes.
+constexpr int kQuickCheckLinesQuoted = 3;
+
+// Owns the connection; declared first in Impl so it closes after every
+// statement has been finalized.
+struct Connection {
+  sqlite3* db = nullptr;
+  ~Connection() { sqlite3_close_v2(db); }
+};
+
+// Ends the open transaction after a failure, unless SQLite already rolled it
+// back on its own (it does after SQLITE_FULL, I/O errors and the like).
+// Returns `failure`, extended with the rollback's error if that failed too.
+Status RollBack(sqlite3* db, Status failure) {
+  if (sqlite3_get_autocommit(db) != 0) return failure;
+  Status rollback = ExecSql(db, "ROLLBACK", "rollback");
+  if (rollback.ok()) return failure;
+  return Status::Unavailable(failure.message() + "; " + rollback.message());
+}
+
+Status Malformed(std::string_view table, std::string_view key) {
+  return Status::Unavailable("storage: " + std::string(table) + " row (" +
+                             std::string(key) + "): malformed state");
+}
+
+Status RunQuickCheck(sqlite3* db) {
+  Result<Statement> stmt = Statement::Prepare(db, "PRAGMA quick_check");
+  if (!stmt.ok()) return stmt.status();
+  std::string problems;
+  int rows = 0;
+  bool ok = false;
+  Status status = stmt->ForEachRow("quick_check", [&](const Statement& row) {
+    std::string line = row.ColumnText(0);
+    ++rows;
+    ok = rows == 1 && line == "ok";  // a damaged file lists its problems
+    if (rows <= kQuickCheckLinesQuoted) {
+      if (!problems.empty()) problems += "; ";
+      problems += line;
+    }
+    return Status::Ok();
+  });
+  if (ok && status.ok()) return Status::Ok();
+  // Either the check listed problems or it could not even walk the file
+  // (e.g. "database disk image is malformed"): both are damage.
+  std::string detail = status.ok() ? "quick_check: " + problems
+                                   : status.message().substr(kPrefix.size());
+  return Status::Unavailable(
+      "storage: database is damaged, refusing to open "
+      "it: " +
+      detail);
+}
+
+Status EnableWal(sqlite3* db) {
+  Result<Statement> stmt = Statement::Prepare(db, "PRAGMA journal_mode=WAL");
+  if (!stmt.ok()) return stmt.status();
+  std::string mode;
+  Status status = stmt->ForEachRow("enabling WAL", [&](const Statement& row) {
+    mode = row.ColumnText(0);
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  // An in-memory database answers "memory"; it has no file to journal.
+  if (mode == "wal" || mode == "memory") return Status::Ok();
+  return Status::Unavailable("storage: enabling WAL failed: journal mode is '" +
+                             mode + "'");
+}
+
+}  // namespace
+
+struct Store::Impl {
+  Connection connection;
+  // Apply's statements, prepared once at open.
+  Statement begin;
+  Statement commit;
+  Statement policy_delete;
+  Statement policy_put;
+  Statement task_put;
+  Statement limiter_scope_delete;
+  Statement limiter_put;
+  Statement spend_delete;
+  Statement spend_put;
+  Statement lease_delete;
+  Statement lease_put;
+  Statement breaker_delete;
+  Statement breaker_put;
+  Statement price_put;
+  Statement ledger_insert;
+  std::string state_text;  // reused to encode limiter and breaker states
+
+  sqlite3* db() const { return connection.db; }
+  Status PrepareAll();
+  Status WriteBatch(const Batch& batch);
+  Status LoadInto(Snapshot* snapshot);
+};
+
+Status Store::Impl::PrepareAll() {
+  const std::pair<Statement*, const char*> table[] = {
+      {&begin, "BEGIN IMMEDIATE"},
+      {&commit, "COMMIT"},
+      {&policy_delete, "DELETE FROM policies WHERE scope = ?1"},
+      {&policy_put,
+       "INSERT INTO policies(scope, json) VALUES(?1, ?2) "
+       "ON CONFLICT(scope) DO UPDATE SET json = excluded.json"},
+      {&task_put,
+       "INSERT INTO tasks(task, user, parent, created_ms) "
+       "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(task) DO UPDATE SET "
+       "user = excluded.user, parent = excluded.parent, "
+       "created_ms = excluded.created_ms"},
+      {&limiter_scope_delete, "DELETE FROM limiters WHERE scope = ?1"},
+      {&limiter_put,
+       "INSERT INTO limiters(scope, name, algorithm, state) "
+       "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope, name) DO UPDATE SET "
+       "algorithm = excluded.algorithm, state = excluded.state"},
+      {&spend_delete, "DELETE FROM spend WHERE scope = ?1"},
+      {&spend_put,
+       "INSERT INTO spend(scope, requests, tokens, usd_nano) "
+       "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope) DO UPDATE SET "
+       "requests = excluded.requests, tokens = excluded.tokens, "
+       "usd_nano = excluded.usd_nano"},
+      {&lease_delete, "DELETE FROM leases WHERE id = ?1"},
+      {&lease_put,
+       "INSERT INTO leases(id, json) VALUES(?1, ?2) "
+       "ON CONFLICT(id) DO UPDATE SET json = excluded.json"},
+      {&breaker_delete, "DELETE FROM breakers WHERE scope = ?1"},
+      {&breaker_put,
+       "INSERT INTO breakers(scope, state) VALUES(?1, ?2) "
+       "ON CONFLICT(scope) DO UPDATE SET state = excluded.state"},
+      {&price_put,
+       "INSERT INTO prices(model, input_nano_per_mtok, output_nano_per_mtok) "
+       "VALUES(?1, ?2, ?3) ON CONFLICT(model) DO UPDATE SET "
+       "input_nano_per_mtok = excluded.input_nano_per_mtok, "
+       "output_nano_per_mtok = excluded.output_nano_per_mtok"},
+      {&ledger_insert,
+       "INSERT INTO ledger(time_ms, user, task, parent, resource, model, "
+       "requests, tokens, input_tokens, output_tokens, usd_nano, latency_ms, "
+       "outcome, expired) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+  };
+  for (const auto& [stmt, sql] : table) {
+    Result<Statement> prepared = Statement::Prepare(db(), sql);
+    if (!prepared.ok()) return prepared.status();
+    *stmt = std::move(*prepared);
+  }
+  return Status::Ok();
+}
+
+// Runs inside Apply's transaction; stops at the first failing row.
+Status Store::Impl::WriteBatch(const Batch& b) {
+  Status s;
+  for (const std::string& scope : b.policies_deleted) {
+    policy_delete.BindText(1, scope);
+    if (!(s = policy_delete.Run("delete policy", scope)).ok()) return s;
+  }
+  for (const PolicyRow& row : b.policies_put) {
+    policy_put.BindText(1, row.scope);
+    policy_put.BindText(2, row.json);
+    if (!(s = policy_put.Run("put policy", row.scope)).ok()) return s;
+  }
+  for (const TaskRow& row : b.tasks_put) {
+    task_put.BindText(1, row.task);
+    task_put.BindText(2, row.user);
+    task_put.BindText(3, row.parent);
+    task_put.BindInt(4, row.created_ms);
+    if (!(s = task_put.Run("put task", row.task)).ok()) return s;
+  }
+  for (const std::string& scope : b.limiter_scopes_deleted) {
+    limiter_scope_delete.BindText(1, scope);
+    s = limiter_scope_delete.Run("delete limiters of scope", scope);
+    if (!s.ok()) return s;
+  }
+  for (const LimiterRow& row : b.limiters_put) {
+    storage::EncodeIntList(row.state, &state_text);
+    limiter_put.BindText(1, row.scope);
+    limiter_put.BindText(2, row.name);
+    limiter_put.BindText(3, row.algorithm);
+    limiter_put.BindText(4, state_text);
+    if (!(s = limiter_put.Run("put limiter", row.scope, row.name)).ok()) {
+      return s;
+    }
+  }
+  for (const std::string& scope : b.spend_deleted) {
+    spend_delete.BindText(1, scope);
+    if (!(s = spend_delete.Run("delete spend", scope)).ok()) return s;
+  }
+  for (const SpendRow& row : b.spend_put) {
+    spend_put.BindText(1, row.scope);
+    spend_put.BindInt(2, row.requests);
+    spend_put.BindInt(3, row.tokens);
+    spend_put.BindInt(4, row.usd_nano);
+    if (!(s = spend_put.Run("put spend", row.scope)).ok()) return s;
+  }
+  for (const std::string& id : b.leases_deleted) {
+    lease_delete.BindText(1, id);
+    if (!(s = lease_delete.Run("delete lease", id)).ok()) return s;
+  }
+  for (const LeaseRow& row : b.leases_put) {
+    lease_put.BindText(1, row.id);
+    lease_put.BindText(2, row.json);
+    if (!(s = lease_put.Run("put lease", row.id)).ok()) return s;
+  }
+  for (const std::string& scope : b.breakers_deleted) {
+    breaker_delete.BindText(1, scope);
+    if (!(s = breaker_delete.Run("delete breaker", scope)).ok()) return s;
+  }
+  for (const BreakerRow& row : b.breakers_put) {
+    storage::EncodeIntList(row.state, &state_text);
+    breaker_put.BindText(1, row.scope);
+    breaker_put.BindText(2, state_text);
+    if (!(s = breaker_put.Run("put breaker", row.scope)).ok()) return s;
+  }
+  for (const PriceRow& row : b.prices_put) {
+    price_put.BindText(1, row.model);
+    price_put.BindInt(2, row.input_nano_per_mtok);
+    price_put.BindInt(3, row.output_nano_per_mtok);
+    if (!(s = price_put.Run("put price", row.model)).ok()) return s;
+  }
+  for (const LedgerRow& row : b.ledger_append) {
+    ledger_insert.BindInt(1, row.time_ms);
+    ledger_insert.BindText(2, row.user);
+    ledger_insert.BindText(3, row.task);
+    ledger_insert.BindText(4, row.parent);
+    ledger_insert.BindText(5, row.resource);
+    ledger_insert.BindText(6, row.model);
+    ledger_insert.BindInt(7, row.requests);
+    ledger_insert.BindInt(8, row.tokens);
+    ledger_insert.BindInt(9, row.input_tokens);
+    ledger_insert.BindInt(10, row.output_tokens);
+    ledger_insert.BindInt(11, row.usd_nano);
+    ledger_insert.BindInt(12, row.latency_ms);
+    ledger_insert.BindText(13, row.outcome);
+    ledger_insert.BindInt(14, row.expired ? 1 : 0);
+    s = ledger_insert.Run("append ledger row", row.user, row.task);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// Runs inside Load's read transaction. Rows come in key order so that a
+// load is deterministic.
+Status Store::Impl::LoadInto(Snapshot* out) {
+  // Each entry: the query and how one row is appended to `out`.
+  using RowReader = Status (*)(const Statement&, Snapshot*);
+  const std::pair<const char*, RowReader> readers[] = {
+      {"SELECT scope, json FROM policies ORDER BY scope",
+       [](const Statement& r, Snapshot* s) {
+         s->policies.push_back({r.ColumnText(0), r.ColumnText(1)});
+         return Status::Ok();
+       }},
+      {"SELECT task, user, parent, created_ms FROM tasks ORDER BY task",
+       [](const Statement& r, Snapshot* s) {
+         s->tasks.push_back({r.ColumnText(0), r.ColumnText(1), r.ColumnText(2),
+                             r.ColumnInt(3)});
+         return Status::Ok();
+       }},
+      {"SELECT scope, name, algorithm, state FROM limiters "
+       "ORDER BY scope, name",
+       [](const Statement& r, Snapshot* s) {
+         LimiterRow row{r.ColumnText(0), r.ColumnText(1), r.ColumnText(2), {}};
+         auto state = storage::ParseIntList(r.ColumnText(3));
+         if (!state) return Malformed("limiters", row.scope + "," + row.name);
+         row.state = std::move(*state);
+         s->limiters.push_back(std::move(row));
+         return Status::Ok();
+       }},
+      {"SELECT scope, requests, tokens, usd_nano FROM spend ORDER BY scope",
+       [](const Statement& r, Snapshot* s) {
+         s->spend.push_back(
+             {r.ColumnText(0), r.ColumnInt(1), r.ColumnInt(2), r.ColumnInt(3)});
+         return Status::Ok();
+       }},
+      {"SELECT id, json FROM leases ORDER BY id",
+       [](const Statement& r, Snapshot* s) {
+         s->leases.push_back({r.ColumnText(0), r.ColumnText(1)});
+         return Status::Ok();
+       }},
+      {"SELECT scope, state FROM breakers ORDER BY scope",
+       [](const Statement& r, Snapshot* s) {
+         BreakerRow row{r.ColumnText(0), {}};
+         auto state = storage::ParseIntList(r.ColumnText(1));
+         if (!state) return Malformed("breakers", row.scope);
+         row.state = std::move(*state);
+         s->breakers.push_back(std::move(row));
+         return Status::Ok();
+       }},
+      {"SELECT model, input_nano_per_mtok, output_nano_per_mtok FROM prices "
+       "ORDER BY model",
+       [](const Statement& r, Snapshot* s) {
+         s->prices.push_back({r.ColumnText(0), r.ColumnInt(1), r.ColumnInt(2)});
+         return Status::Ok();
+       }},
+  };
+  for (const auto& [sql, reader] : readers) {
+    Result<Statement> stmt = Statement::Prepare(db(), sql);
+    if (!stmt.ok()) return stmt.status();
+    Status s = stmt->ForEachRow(
+        "load", [&](const Statement& row) { return reader(row, out); });
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+int Store::SchemaVersion() { return storage::KnownSchemaVersion(); }
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                           const StoreOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  // NOMUTEX: the Store is used by one thread at a time (see store.h).
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &impl->connection.db, flags, nullptr);
+  sqlite3* db = impl->db();
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "open " + path);
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+
+  // Refusals first, before anything that could write to the file: a newer
+  // schema and a damaged database are left exactly as found.
+  Result<int64_t> version = storage::ReadSchemaVersion(db);
+  if (!version.ok()) return version.status();
+  Status s = storage::CheckSchemaNotNewer(*version, SchemaVersion());
+  if (!s.ok()) return s;
+  if (options.quick_check && !(s = RunQuickCheck(db)).ok()) return s;
+
+  if (!(s = EnableWal(db)).ok()) return s;
+  s = ExecSql(db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF",
+              "setting pragmas");
+  if (!s.ok()) return s;
+  if (!(s = storage::MigrateToLatest(db)).ok()) return s;
+  if (!(s = impl->PrepareAll()).ok()) return s;
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Result<Snapshot> Store::Load() {
+  sqlite3* db = impl_->db();
+  // One read transaction, so that the snapshot is consistent.
+  Status s = ExecSql(db, "BEGIN", "begin load");
+  if (!s.ok()) return RollBack(db, std::move(s));
+  Snapshot snapshot;
+  s = impl_->LoadInto(&snapshot);
+  if (s.ok()) s = ExecSql(db, "COMMIT", "end load");
+  if (!s.ok()) return RollBack(db, std::move(s));
+  return snapshot;
+}
+
+Status Store::Apply(const Batch& batch) {
+  if (batch.empty()) return Status::Ok();
+  sqlite3* db = impl_->db();
+  Status s = impl_->begin.Run("begin");
+  if (s.ok()) s = impl_->WriteBatch(batch);
+  // COMMIT returns only after the WAL is synced (synchronous=FULL); any
+  // error here, a failed fsync included, means not durable.
+  if (s.ok()) s = impl_->commit.Run("commit");
+  if (!s.ok()) return RollBack(db, std::move(s));
+  return Status::Ok();
+}
+
+Result<std::vector<UsageTotal>> Store::QueryUsage(const UsageQuery& query) {
+  if (query.user.empty()) return Status::BadRequest("user: required");
+  const char* key = nullptr;
+  if (query.by.empty()) {
+    key = "''";
+  } else if (query.by == "task") {
+    key = "task";
+  } else if (query.by == "model") {
+    key = "model";
+  } else if (query.by == "day") {
+    // UTC day of time_ms; the subtraction floors the division for times
+    // before 1970 (SQLite's '/' truncates toward zero).
+    key =
+        "strftime('%Y-%m-%d', time_ms / 1000 - (time_ms % 1000 < 0), "
+        "'unixepoch')";
+  } else {
+    return Status::BadRequest(
+        "by: must be one of \"\", \"task\", \"model\", \"day\"");
+  }
+  // Prepared per call: usage reports are rare and the SQL depends on the
+  // grouping.
+  std::string sql = std::string("SELECT ") + key +
+                    " AS k, count(*), coalesce(sum(requests), 0), "
+                    "coalesce(sum(tokens), 0), coalesce(sum(input_tokens), 0), "
+                    "coalesce(sum(output_tokens), 0), "
+                    "coalesce(sum(usd_nano), 0), coalesce(sum(expired), 0) "
+                    "FROM ledger WHERE user = ?1 AND time_ms >= ?2";
+  if (!query.task.empty()) sql += " AND task = ?3";
+  // Without GROUP BY the aggregate yields exactly one row, zeros included.
+  if (!query.by.empty()) sql += " GROUP BY k ORDER BY k";
+
+  Result<Statement> stmt = Statement::Prepare(impl_->db(), sql);
+  if (!stmt.ok()) return stmt.status();
+  stmt->BindText(1, query.user);
+  stmt->BindInt(2, query.since_ms);
+  if (!query.task.empty()) stmt->BindText(3, query.task);
+  std::vector<UsageTotal> totals;
+  Status s = stmt->ForEachRow("usage query", [&](const Statement& r) {
+    totals.push_back({r.ColumnText(0), r.ColumnInt(1), r.ColumnInt(2),
+                      r.ColumnInt(3), r.ColumnInt(4), r.ColumnInt(5),
+                      r.ColumnInt(6), r.ColumnInt(7)});
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return totals;
+}
+
+Status Store::Checkpoint() {
+  sqlite3* db = impl_->db();
+  int log_frames = 0;
+  int checkpointed_frames = 0;
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_TRUNCATE,
+                                &log_frames, &checkpointed_frames);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "checkpoint");
+  return Status::Ok();
+}
+
+}  // namespace brake

@@ -1,0 +1,79 @@
+// Batch bookkeeping (declared in common/records.h). Lives in storage/ because
+// the Store defines what a Batch means when applied.
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "common/records.h"
+
+namespace brake {
+namespace {
+
+template <typename T>
+void MoveAppend(std::vector<T>* to, std::vector<T>* from) {
+  if (to->empty()) {
+    *to = std::move(*from);
+    return;
+  }
+  to->insert(to->end(), std::make_move_iterator(from->begin()),
+             std::make_move_iterator(from->end()));
+}
+
+// Inside one Batch deletes run before puts, so a put of ours followed by a
+// delete in `deleted` (a later batch) would survive the merge if kept: drop
+// it. A put in the later batch still runs after the merged deletes.
+template <typename Row, typename KeyOf>
+void DropPutsOf(const std::vector<std::string>& deleted, std::vector<Row>* puts,
+                KeyOf key_of) {
+  if (deleted.empty() || puts->empty()) return;
+  const std::unordered_set<std::string> keys(deleted.begin(), deleted.end());
+  std::erase_if(*puts, [&](const Row& row) { return keys.count(key_of(row)); });
+}
+
+}  // namespace
+
+bool Batch::empty() const {
+  return policies_put.empty() && policies_deleted.empty() &&
+         tasks_put.empty() && limiters_put.empty() &&
+         limiter_scopes_deleted.empty() && spend_put.empty() &&
+         spend_deleted.empty() && leases_put.empty() &&
+         leases_deleted.empty() && breakers_put.empty() &&
+         breakers_deleted.empty() && prices_put.empty() &&
+         ledger_append.empty();
+}
+
+void Batch::Append(Batch&& other) {
+  seq = std::max(seq, other.seq);
+
+  DropPutsOf(other.policies_deleted, &policies_put,
+             [](const PolicyRow& r) -> const std::string& { return r.scope; });
+  DropPutsOf(other.limiter_scopes_deleted, &limiters_put,
+             [](const LimiterRow& r) -> const std::string& { return r.scope; });
+  DropPutsOf(other.spend_deleted, &spend_put,
+             [](const SpendRow& r) -> const std::string& { return r.scope; });
+  DropPutsOf(other.leases_deleted, &leases_put,
+             [](const LeaseRow& r) -> const std::string& { return r.id; });
+  DropPutsOf(other.breakers_deleted, &breakers_put,
+             [](const BreakerRow& r) -> const std::string& { return r.scope; });
+
+  MoveAppend(&policies_put, &other.policies_put);
+  MoveAppend(&policies_deleted, &other.policies_deleted);
+  MoveAppend(&tasks_put, &other.tasks_put);
+  MoveAppend(&limiters_put, &other.limiters_put);
+  MoveAppend(&limiter_scopes_deleted, &other.limiter_scopes_deleted);
+  MoveAppend(&spend_put, &other.spend_put);
+  MoveAppend(&spend_deleted, &other.spend_deleted);
+  MoveAppend(&leases_put, &other.leases_put);
+  MoveAppend(&leases_deleted, &other.leases_deleted);
+  MoveAppend(&breakers_put, &other.breakers_put);
+  MoveAppend(&breakers_deleted, &other.breakers_deleted);
+  MoveAppend(&prices_put, &other.prices_put);
+  MoveAppend(&ledger_append, &other.ledger_append);
+  other = Batch();
+}
+
+}  // namespace brake

@@ -1,0 +1,138 @@
+#include "storage/schema.h"
+
+#include <iterator>
+#include <string>
+
+#include "storage/sqlite_util.h"
+
+namespace brake::storage {
+namespace {
+
+// Append only. Tables are STRICT so that a value of the wrong type can never
+// be stored (and later misread as 0) - SQLite >= 3.37.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1: the initial schema.
+    R"sql(
+CREATE TABLE policies(
+  scope TEXT PRIMARY KEY NOT NULL,
+  json TEXT NOT NULL
+) STRICT;
+CREATE TABLE tasks(
+  task TEXT PRIMARY KEY NOT NULL,
+  user TEXT NOT NULL,
+  parent TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE limiters(
+  scope TEXT NOT NULL,
+  name TEXT NOT NULL,
+  algorithm TEXT NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY(scope, name)
+) STRICT;
+CREATE TABLE spend(
+  scope TEXT PRIMARY KEY NOT NULL,
+  requests INTEGER NOT NULL,
+  tokens INTEGER NOT NULL,
+  usd_nano INTEGER NOT NULL
+) STRICT;
+CREATE TABLE leases(
+  id TEXT PRIMARY KEY NOT NULL,
+  json TEXT NOT NULL
+) STRICT;
+CREATE TABLE breakers(
+  scope TEXT PRIMARY KEY NOT NULL,
+  state TEXT NOT NULL
+) STRICT;
+CREATE TABLE prices(
+  model TEXT PRIMARY KEY NOT NULL,
+  input_nano_per_mtok INTEGER NOT NULL,
+  output_nano_per_mtok INTEGER NOT NULL
+) STRICT;
+CREATE TABLE ledger(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  task TEXT NOT NULL,
+  parent TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  model TEXT NOT NULL,
+  requests INTEGER NOT NULL,
+  tokens INTEGER NOT NULL,
+  input_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  usd_nano INTEGER NOT NULL,
+  latency_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  expired INTEGER NOT NULL CHECK(expired IN (0, 1))
+) STRICT;
+CREATE INDEX ledger_user_time ON ledger(user, time_ms);
+CREATE INDEX ledger_user_task ON ledger(user, task);
+)sql",
+};
+
+// Ends the open transaction, if SQLite has not already ended it itself (it
+// rolls back on its own after some errors, e.g. SQLITE_FULL or an I/O error).
+void RollbackIfOpen(sqlite3* db) {
+  if (sqlite3_get_autocommit(db) == 0) {
+    Status ignored = ExecSql(db, "ROLLBACK", "rollback of migration");
+    (void)ignored;  // the migration's own error is the one to report
+  }
+}
+
+}  // namespace
+
+int KnownSchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+Result<int64_t> ReadSchemaVersion(sqlite3* db) {
+  return QueryInt(db, "PRAGMA user_version", "reading schema version");
+}
+
+Status CheckSchemaNotNewer(int64_t version, int64_t known) {
+  if (version <= known) return Status::Ok();
+  return Status::Unavailable("storage: database schema version " +
+                             std::to_string(version) +
+                             " is newer than this braked supports (" +
+                             std::to_string(known) + "); refusing to start");
+}
+
+Status ApplyMigrations(sqlite3* db, std::span<const char* const> scripts) {
+  const int64_t target = static_cast<int64_t>(scripts.size());
+  while (true) {
+    // The version is read again inside each write transaction: another
+    // process may have migrated the file meanwhile.
+    Status status = ExecSql(db, "BEGIN IMMEDIATE", "begin migration");
+    if (!status.ok()) return status;
+    Result<int64_t> version = ReadSchemaVersion(db);
+    if (!version.ok()) {
+      RollbackIfOpen(db);
+      return version.status();
+    }
+    const int64_t from = *version;
+    if (from >= target || from < 0) {
+      RollbackIfOpen(db);  // nothing was written; ends the read
+      if (from < 0) {
+        return Status::Unavailable("storage: database schema version " +
+                                   std::to_string(from) + " is invalid");
+      }
+      return CheckSchemaNotNewer(from, target);
+    }
+    const std::string what =
+        "migration " + std::to_string(from) + " -> " + std::to_string(from + 1);
+    status = ExecSql(db, scripts[static_cast<size_t>(from)], what);
+    if (status.ok()) {
+      const std::string bump =
+          "PRAGMA user_version = " + std::to_string(from + 1);
+      status = ExecSql(db, bump.c_str(), what + " (version bump)");
+    }
+    if (status.ok()) status = ExecSql(db, "COMMIT", what + " (commit)");
+    if (!status.ok()) {
+      RollbackIfOpen(db);
+      return status;
+    }
+  }
+}
+
+Status MigrateToLatest(sqlite3* db) { return ApplyMigrations(db, kMigrations); }
+
+}  // namespace brake::storage

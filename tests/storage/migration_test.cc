@@ -1,0 +1,65 @@
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/store.h"
+#include "storage/test_support.h"
+
+namespace brake::storage {
+namespace {
+
+TEST_CASE("A new database is migrated to the newest schema", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  REQUIRE(Store::SchemaVersion() >= 1);
+  for (int open = 0; open < 2; ++open) {  // reopening migrates nothing
+    REQUIRE(Store::Open(path).ok());
+    CHECK(*QueryRawInt(path, "PRAGMA user_version") == Store::SchemaVersion());
+  }
+  CHECK(*QueryRawInt(path,
+                     "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
+                     "AND name IN ('policies', 'tasks', 'limiters', 'spend', "
+                     "'leases', 'breakers', 'prices', 'ledger')") == 8);
+  CHECK(*QueryRawInt(path,
+                     "SELECT count(*) FROM sqlite_schema WHERE type = 'index' "
+                     "AND name IN ('ledger_user_time', 'ledger_user_task')") ==
+        2);
+}
+
+TEST_CASE("Migrations run in order, one transaction each", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("m.db");
+  const char* const v1 = "CREATE TABLE a(x);";
+  const char* const v2 = "CREATE TABLE b(y); INSERT INTO b VALUES(1);";
+  const char* const v3_bad = "CREATE TABLE c(z); INSERT INTO nosuch VALUES(1);";
+  const char* const v3 = "CREATE TABLE c(z);";
+
+  REQUIRE(MigrateRawForTest(path, {v1}).ok());
+  CHECK(*QueryRawInt(path, "PRAGMA user_version") == 1);
+
+  const Status failed = MigrateRawForTest(path, {v1, v2, v3_bad});
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.code() == ErrorCode::kUnavailable);
+  CHECK_THAT(failed.message(), Catch::Contains("migration 2 -> 3") &&
+                                   Catch::Contains("no such table: nosuch"));
+  // Migration 2 committed; the failed one left nothing behind.
+  CHECK(*QueryRawInt(path, "PRAGMA user_version") == 2);
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM b") == 1);
+  CHECK(*QueryRawInt(path,
+                     "SELECT count(*) FROM sqlite_schema "
+                     "WHERE name = 'c'") == 0);
+
+  REQUIRE(MigrateRawForTest(path, {v1, v2, v3}).ok());
+  CHECK(*QueryRawInt(path, "PRAGMA user_version") == 3);
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM b") == 1);  // v2 ran once
+
+  const Status newer = MigrateRawForTest(path, {v1});
+  CHECK_THAT(newer.message(),
+             Catch::Contains("database schema version 3 is newer than this "
+                             "braked supports (1); refusing to start"));
+  CHECK(*QueryRawInt(path, "PRAGMA user_version") == 3);
+}
+
+}  // namespace
+}  // namespace brake::storage
