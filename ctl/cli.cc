@@ -12,10 +12,10 @@
 #include <sstream>
 #include <vector>
 
+#include "common/socket_path.h"
 #include "ctl/commands.h"
 #include "ctl/format.h"
 #include "ctl/help.h"
-#include "ctl/socket_path.h"
 
 #ifndef BRAKE_VERSION
 #define BRAKE_VERSION "unknown"

@@ -56,8 +56,8 @@ void Table::Render(std::ostream& out) const {
       if (!v.empty() && !LooksNumeric(v)) right[c] = false;
     }
   }
-  // Key-value lists (no headers) read better with the first column left.
-  if (headers_.empty()) right[0] = false;
+  // Key-value lists (no headers) read as "key  value": all left.
+  if (headers_.empty()) right.assign(columns, false);
 
   auto line = [&](const std::vector<std::string>& row) {
     std::string text;

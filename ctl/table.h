@@ -3,7 +3,8 @@
 // Cells are strings; columns are separated by two spaces, and a column whose
 // cells are all numbers (or "-") is right-aligned, so figures line up. With
 // headers the first line is the header row; without, the table is a list of
-// aligned "key  value" lines. No trailing spaces. Owns its cells; any thread.
+// left-aligned "key  value" lines. No trailing spaces. Owns its cells; any
+// thread.
 #pragma once
 
 #include <ostream>
