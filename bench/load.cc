@@ -1,0 +1,531 @@
+#include "bench/load.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "bench/byte_buffer.h"
+#include "bench/reply_scan.h"
+#include "bench/unix_socket.h"
+
+namespace brake::bench {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kMaxReplyBytes = 16 * 1024 * 1024;
+constexpr int64_t kNsPerMs = 1000 * 1000;
+constexpr int64_t kNsPerSec = 1000 * kNsPerMs;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t SecondsToNs(double s) { return std::llround(s * 1e9); }
+
+std::string JsonString(const std::string& s) {
+  // replace: invalid UTF-8 must not throw on the way to the wire.
+  return nlohmann::json(s).dump(-1, ' ', false,
+                                nlohmann::json::error_handler_t::replace);
+}
+
+// Counts by a short string key without allocating on the hot path: the
+// handful of distinct reasons are found by linear search.
+class Counters {
+ public:
+  void Add(std::string_view key) {
+    for (auto& [k, n] : items_) {
+      if (k == key) {
+        ++n;
+        return;
+      }
+    }
+    items_.emplace_back(std::string(key), 1);
+  }
+  void MergeInto(std::map<std::string, uint64_t>* out) const {
+    for (const auto& [k, n] : items_) (*out)[k] += n;
+  }
+
+ private:
+  std::vector<std::pair<std::string, uint64_t>> items_;
+};
+
+enum class SlotKind : uint8_t { kDecision, kCommit };
+
+struct Slot {
+  uint64_t id = 0;
+  int64_t send_ns = 0;
+  SlotKind kind = SlotKind::kDecision;
+  bool busy = false;
+};
+
+// One client connection. Request ids are seq * depth + slot, so a reply's
+// slot is its id modulo depth and replies may arrive in any order.
+struct Conn {
+  int fd = -1;
+  int index = 0;
+  bool want_write = false;
+  int in_flight = 0;
+  uint64_t seq = 0;
+  uint64_t grants = 0;
+  std::string request_tail;  // What follows the id in an acquire or ping.
+  std::vector<Slot> slots;
+  std::vector<uint32_t> free_slots;
+  std::vector<uint32_t> unstamped;  // Queued since the last send().
+  ByteBuffer in;
+  ByteBuffer out;
+};
+
+struct Shared {
+  int64_t start_ns = 0;
+  int64_t measure_start_ns = 0;
+  int64_t measure_end_ns = 0;
+  int64_t drain_end_ns = 0;
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::string failure;  // Guarded by mu; the first failure wins.
+
+  void Fail(std::string message) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!failed.load()) {
+      failure = std::move(message);
+      failed.store(true);
+    }
+  }
+  double SecondsIn(int64_t now_ns) const {
+    return static_cast<double>(now_ns - start_ns) / 1e9;
+  }
+};
+
+class Worker {
+ public:
+  Worker(const LoadConfig& config, Shared* shared, std::vector<Conn*> conns,
+         size_t ms_buckets)
+      : config_(config), shared_(shared), conns_(std::move(conns)) {
+    result_.grants_per_ms.assign(ms_buckets, 0);
+    result_.grant_sends_per_ms.assign(ms_buckets, 0);
+    commit_tokens_ = ",\"tokens\":" + std::to_string(config_.tokens) + "}\n";
+  }
+
+  // Runs until the drain ends or any thread fails; a failure is reported
+  // through shared->Fail.
+  void Run() {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) {
+      shared_->Fail(std::string("epoll_create1: ") + std::strerror(errno));
+      return;
+    }
+    for (Conn* c : conns_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.ptr = c;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+        shared_->Fail(std::string("epoll_ctl: ") + std::strerror(errno));
+        close(epoll_fd_);
+        return;
+      }
+    }
+    for (Conn* c : conns_) {
+      Fill(c);
+      if (!Flush(c)) break;
+    }
+    epoll_event events[256];
+    while (!shared_->failed.load(std::memory_order_relaxed)) {
+      const int64_t now = NowNs();
+      if (!draining_ && now >= shared_->measure_end_ns) draining_ = true;
+      if (draining_ && (in_flight_ == 0 || now >= shared_->drain_end_ns)) {
+        break;
+      }
+      const int64_t until =
+          draining_ ? shared_->drain_end_ns : shared_->measure_end_ns;
+      const int timeout_ms = static_cast<int>(
+          std::clamp<int64_t>((until - now + kNsPerMs - 1) / kNsPerMs, 0, 50));
+      const int n = epoll_wait(epoll_fd_, events, 256, timeout_ms);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        shared_->Fail(std::string("epoll_wait: ") + std::strerror(errno));
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        Conn* c = static_cast<Conn*>(events[i].data.ptr);
+        if ((events[i].events & EPOLLOUT) && !Flush(c)) break;
+        if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !Read(c)) {
+          break;
+        }
+      }
+    }
+    result_.undrained = static_cast<uint64_t>(in_flight_);
+    close(epoll_fd_);
+  }
+
+  LoadResult& result() { return result_; }
+  Counters& denials() { return denials_; }
+  Counters& errors() { return errors_; }
+  Counters& commit_errors() { return commit_errors_; }
+
+ private:
+  void Enqueue(Conn* c, SlotKind kind, std::string_view lease) {
+    const uint32_t slot = c->free_slots.back();
+    c->free_slots.pop_back();
+    const uint64_t id =
+        c->seq++ * static_cast<uint64_t>(c->slots.size()) + slot;
+    c->slots[slot] = Slot{id, 0, kind, true};
+    c->unstamped.push_back(slot);
+    ++c->in_flight;
+    ++in_flight_;
+
+    c->out.Append("{\"id\":");
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), id);
+    c->out.Append(std::string_view(digits, static_cast<size_t>(end - digits)));
+    if (kind == SlotKind::kCommit) {
+      c->out.Append(",\"op\":\"commit\",\"lease\":\"");
+      c->out.Append(lease);  // Raw JSON string content, escapes intact.
+      c->out.Append('"');
+      c->out.Append(commit_tokens_);
+    } else {
+      c->out.Append(c->request_tail);
+    }
+  }
+
+  void Fill(Conn* c) {
+    if (draining_) return;
+    while (c->in_flight < config_.depth) Enqueue(c, SlotKind::kDecision, {});
+  }
+
+  void SetWantWrite(Conn* c, bool want) {
+    if (c->want_write == want) return;
+    c->want_write = want;
+    epoll_event ev{};
+    ev.events = want ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
+    ev.data.ptr = c;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
+  }
+
+  // Stamps what was queued with the send time and writes as much as the
+  // socket takes. False (after shared->Fail) when the connection failed.
+  bool Flush(Conn* c) {
+    if (!c->unstamped.empty()) {
+      const int64_t now = NowNs();
+      for (uint32_t slot : c->unstamped) c->slots[slot].send_ns = now;
+      c->unstamped.clear();
+    }
+    while (!c->out.empty()) {
+      const ssize_t n = send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        c->out.Consume(static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        SetWantWrite(c, true);
+        return true;
+      } else {
+        return Lost(c, n < 0 ? errno : EPIPE);
+      }
+    }
+    SetWantWrite(c, false);
+    return true;
+  }
+
+  bool Lost(Conn* c, int err) {
+    const int64_t now = NowNs();
+    std::string what = err == 0 || err == EPIPE || err == ECONNRESET
+                           ? "closed by the server"
+                           : std::string("failed: ") + std::strerror(err);
+    char when[32];
+    std::snprintf(when, sizeof(when), "%.3f", shared_->SecondsIn(now));
+    shared_->Fail("connection " + std::to_string(c->index) + " " + what + " " +
+                  when + " s into the run, with " +
+                  std::to_string(c->in_flight) + " requests in flight");
+    return false;
+  }
+
+  bool Read(Conn* c) {
+    while (true) {
+      char* dst = c->in.Prepare(kReadChunk);
+      const ssize_t n = recv(c->fd, dst, kReadChunk, 0);
+      if (n == 0) return Lost(c, 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return Lost(c, errno);
+      }
+      const int64_t now = NowNs();
+      c->in.Commit(static_cast<size_t>(n));
+      const std::string_view data = c->in.view();
+      size_t begin = 0;
+      while (true) {
+        const void* nl =
+            std::memchr(data.data() + begin, '\n', data.size() - begin);
+        if (nl == nullptr) break;
+        const size_t end =
+            static_cast<size_t>(static_cast<const char*>(nl) - data.data());
+        OnReply(c, data.substr(begin, end - begin), now);
+        begin = end + 1;
+      }
+      c->in.Consume(begin);
+      if (c->in.size() > kMaxReplyBytes) {
+        shared_->Fail("connection " + std::to_string(c->index) +
+                      ": a reply line exceeds " +
+                      std::to_string(kMaxReplyBytes) + " bytes");
+        return false;
+      }
+      if (static_cast<size_t>(n) < kReadChunk) break;
+    }
+    Fill(c);
+    return Flush(c);
+  }
+
+  Slot* Match(Conn* c, const ScannedReply& r) {
+    if (r.has_id) {
+      Slot& s = c->slots[r.id % c->slots.size()];
+      return s.busy && s.id == r.id ? &s : nullptr;
+    }
+    if (r.kind != ReplyKind::kError) return nullptr;
+    // An error without an id (bad_json cannot know it) answers the oldest
+    // request, since non-waiting requests are answered in order.
+    Slot* oldest = nullptr;
+    for (Slot& s : c->slots) {
+      if (s.busy && (oldest == nullptr || s.id < oldest->id)) oldest = &s;
+    }
+    return oldest;
+  }
+
+  void OnReply(Conn* c, std::string_view line, int64_t now) {
+    if (line.empty() || line == "\r") return;
+    const ScannedReply r = ScanReply(line);
+    const bool counted =
+        now >= shared_->measure_start_ns && now < shared_->measure_end_ns;
+    Slot* slot = Match(c, r);
+    if (slot == nullptr) {
+      if (counted) {
+        ++result_.errors;
+        ++result_.unmatched;
+        errors_.Add("unmatched_id");
+      }
+      return;
+    }
+    const SlotKind kind = slot->kind;
+    const int64_t send_ns = slot->send_ns;
+    const uint64_t latency_us =
+        static_cast<uint64_t>(std::max<int64_t>(0, now - slot->send_ns) + 500) /
+        1000;
+    slot->busy = false;
+    c->free_slots.push_back(static_cast<uint32_t>(slot - c->slots.data()));
+    --c->in_flight;
+    --in_flight_;
+
+    if (kind == SlotKind::kCommit) {
+      if (!counted) return;
+      if (r.kind == ReplyKind::kError) {
+        ++result_.commit_errors;
+        commit_errors_.Add(r.reason);
+      } else {
+        ++result_.commits_ok;
+        result_.commit_latency.Record(latency_us);
+      }
+      return;
+    }
+
+    if (counted) {
+      ++result_.decisions;
+      result_.latency.Record(latency_us);
+    }
+    switch (r.kind) {
+      case ReplyKind::kGranted:
+        if (counted) {
+          ++result_.grants;
+          ++c->grants;
+          const size_t ms =
+              static_cast<size_t>((now - shared_->measure_start_ns) / kNsPerMs);
+          if (ms < result_.grants_per_ms.size()) ++result_.grants_per_ms[ms];
+          if (send_ns < shared_->measure_start_ns) {
+            ++result_.grants_sent_before;
+          } else {
+            const size_t sent_ms = static_cast<size_t>(
+                (send_ns - shared_->measure_start_ns) / kNsPerMs);
+            if (sent_ms < result_.grant_sends_per_ms.size()) {
+              ++result_.grant_sends_per_ms[sent_ms];
+            }
+          }
+        }
+        if (config_.commit) {
+          if (!r.lease.empty()) {
+            Enqueue(c, SlotKind::kCommit, r.lease);
+          } else if (counted) {
+            ++result_.commit_errors;
+            commit_errors_.Add("grant_without_lease");
+          }
+        }
+        break;
+      case ReplyKind::kDenied:
+        if (counted) {
+          ++result_.denials;
+          denials_.Add(r.reason);
+        }
+        break;
+      case ReplyKind::kError:
+        if (counted) {
+          ++result_.errors;
+          errors_.Add(r.reason.empty() ? std::string_view("no_code")
+                                       : r.reason);
+        }
+        break;
+      case ReplyKind::kOk:
+        if (counted) ++result_.ok_other;
+        break;
+      case ReplyKind::kOther:
+        if (counted) ++result_.echoed;
+        break;
+    }
+  }
+
+  const LoadConfig& config_;
+  Shared* shared_;
+  std::vector<Conn*> conns_;
+  std::string commit_tokens_;
+  int epoll_fd_ = -1;
+  bool draining_ = false;
+  int64_t in_flight_ = 0;
+  LoadResult result_;
+  Counters denials_;
+  Counters errors_;
+  Counters commit_errors_;
+};
+
+std::string RequestTail(const LoadConfig& config, int conn_index) {
+  if (config.op == BenchOp::kPing) return ",\"op\":\"ping\"}\n";
+  const int tasks = config.tasks > 0 ? config.tasks : config.connections;
+  const std::string task =
+      config.task_prefix + std::to_string(conn_index % tasks);
+  return ",\"op\":\"acquire\",\"user\":" + JsonString(config.user) +
+         ",\"task\":" + JsonString(task) +
+         ",\"tokens\":" + std::to_string(config.tokens) + "}\n";
+}
+
+}  // namespace
+
+Result<LoadResult> RunLoad(const LoadConfig& config) {
+  if (config.connections < 1 || config.depth < 1 || config.seconds <= 0 ||
+      config.warmup_seconds < 0) {
+    return Status::BadRequest(
+        "connections and depth must be >= 1, seconds > 0, warm-up >= 0");
+  }
+  std::vector<std::unique_ptr<Conn>> conns;
+  auto close_all = [&conns] {
+    for (auto& c : conns) {
+      if (c->fd >= 0) close(c->fd);
+      c->fd = -1;
+    }
+  };
+  for (int i = 0; i < config.connections; ++i) {
+    Result<int> fd = ConnectUnix(config.socket_path);
+    if (!fd.ok()) {
+      close_all();
+      return Status(fd.status().code(),
+                    fd.status().message() + " (connection " +
+                        std::to_string(i) + " of " +
+                        std::to_string(config.connections) + ")");
+    }
+    auto c = std::make_unique<Conn>();
+    c->fd = *fd;
+    c->index = i;
+    c->request_tail = RequestTail(config, i);
+    c->slots.resize(static_cast<size_t>(config.depth));
+    for (int s = config.depth - 1; s >= 0; --s) {
+      c->free_slots.push_back(static_cast<uint32_t>(s));
+    }
+    conns.push_back(std::move(c));
+  }
+
+  const int threads = std::clamp(config.threads, 1, config.connections);
+  std::vector<std::vector<Conn*>> assignment(static_cast<size_t>(threads));
+  for (size_t i = 0; i < conns.size(); ++i) {
+    assignment[i % assignment.size()].push_back(conns[i].get());
+  }
+  const size_t ms_buckets =
+      static_cast<size_t>(std::ceil(config.seconds * 1000.0));
+
+  Shared shared;
+  shared.start_ns = NowNs();
+  shared.measure_start_ns =
+      shared.start_ns + SecondsToNs(config.warmup_seconds);
+  shared.measure_end_ns = shared.measure_start_ns + SecondsToNs(config.seconds);
+  shared.drain_end_ns = shared.measure_end_ns + SecondsToNs(kDrainSeconds);
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> running;
+  for (auto& list : assignment) {
+    workers.push_back(
+        std::make_unique<Worker>(config, &shared, list, ms_buckets));
+  }
+  for (auto& w : workers) {
+    Worker* raw = w.get();
+    try {
+      running.emplace_back([raw, &shared] {
+        try {
+          raw->Run();
+        } catch (const std::exception& e) {
+          shared.Fail(std::string("load thread: ") + e.what());
+        } catch (...) {
+          shared.Fail("load thread: unknown exception");
+        }
+      });
+    } catch (const std::exception& e) {
+      shared.Fail(std::string("cannot start a load thread: ") + e.what());
+      break;
+    }
+  }
+  for (auto& t : running) t.join();
+  close_all();
+  if (shared.failed.load()) return Status::Unavailable(shared.failure);
+
+  LoadResult total;
+  total.threads = threads;
+  total.measured_seconds = config.seconds;
+  total.grants_per_ms.assign(ms_buckets, 0);
+  total.grant_sends_per_ms.assign(ms_buckets, 0);
+  for (auto& w : workers) {
+    LoadResult& r = w->result();
+    total.decisions += r.decisions;
+    total.latency.Merge(r.latency);
+    total.grants += r.grants;
+    total.denials += r.denials;
+    total.errors += r.errors;
+    total.ok_other += r.ok_other;
+    total.echoed += r.echoed;
+    total.unmatched += r.unmatched;
+    total.commits_ok += r.commits_ok;
+    total.commit_errors += r.commit_errors;
+    total.commit_latency.Merge(r.commit_latency);
+    total.undrained += r.undrained;
+    for (size_t i = 0; i < ms_buckets; ++i) {
+      total.grants_per_ms[i] += r.grants_per_ms[i];
+      total.grant_sends_per_ms[i] += r.grant_sends_per_ms[i];
+    }
+    total.grants_sent_before += r.grants_sent_before;
+    w->denials().MergeInto(&total.denials_by_reason);
+    w->errors().MergeInto(&total.errors_by_code);
+    w->commit_errors().MergeInto(&total.commit_errors_by_code);
+  }
+  for (auto& c : conns) total.grants_per_connection.push_back(c->grants);
+  return total;
+}
+
+}  // namespace brake::bench

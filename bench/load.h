@@ -1,0 +1,88 @@
+// RunLoad: brake-bench's closed-loop, pipelined load against one Unix socket.
+//
+// N connections each keep D requests in flight: every reply is matched to its
+// request by "id", timed from the send() that carried the request to the
+// recv() that carried the reply, and answered with the next request at once.
+// A fixed number of threads share the connections, each with its own epoll
+// set, so nothing is shared on the hot path; per-thread results are merged
+// after the threads are joined. All threads use one start time, so the
+// warm-up and measured windows are the same for every connection.
+//
+// Only replies received inside the measured window count. After it, no new
+// acquires go out; replies still in flight (and the commits of late grants)
+// are drained for up to kDrainSeconds so the server is not left with broken
+// pipes, then the connections close.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/histogram.h"
+#include "common/status.h"
+
+namespace brake::bench {
+
+enum class BenchOp { kAcquire, kPing };
+
+struct LoadConfig {
+  std::string socket_path;
+  int connections = 16;
+  int depth = 16;
+  int threads = 1;  // Load threads; clamped to [1, connections].
+  double seconds = 10;
+  double warmup_seconds = 1;
+  BenchOp op = BenchOp::kAcquire;
+  std::string user = "bench";
+  std::string task_prefix = "bench-";
+  int tasks = 0;  // K: connection i uses task prefix + (i % K); 0 means N.
+  int64_t tokens = 0;
+  bool commit = false;  // Commit every granted lease with `tokens`.
+};
+
+struct LoadResult {
+  double measured_seconds = 0;
+  int threads = 0;
+
+  // Replies to acquires (or pings), received in the measured window.
+  uint64_t decisions = 0;
+  LatencyHistogram latency;  // Of those replies, in microseconds.
+  uint64_t grants = 0;
+  uint64_t denials = 0;
+  std::map<std::string, uint64_t> denials_by_reason;
+  uint64_t errors = 0;  // "ok":false, plus replies matching no request.
+  std::map<std::string, uint64_t> errors_by_code;
+  uint64_t ok_other = 0;   // "ok":true without "granted" (ping replies).
+  uint64_t echoed = 0;     // No "ok" at all: lines from the echo server.
+  uint64_t unmatched = 0;  // Replies whose id matched no request (in errors).
+
+  // Commits (with --commit), replies received in the measured window.
+  uint64_t commits_ok = 0;
+  uint64_t commit_errors = 0;
+  std::map<std::string, uint64_t> commit_errors_by_code;
+  LatencyHistogram commit_latency;
+
+  // Grants per connection, index = connection number.
+  std::vector<uint64_t> grants_per_connection;
+  // Grants per millisecond of the measured window (by receive time on the
+  // bench's monotonic clock).
+  std::vector<uint32_t> grants_per_ms;
+  // The same grants by the millisecond their acquire was sent; those sent
+  // during the warm-up are only counted in grants_sent_before.
+  std::vector<uint32_t> grant_sends_per_ms;
+  uint64_t grants_sent_before = 0;
+  // Requests still unanswered when the drain gave up.
+  uint64_t undrained = 0;
+};
+
+inline constexpr double kDrainSeconds = 2.0;
+
+// Connects all connections (failing fast, with the reason, if one cannot),
+// runs the warm-up and the measured window and returns the merged result.
+// Errors: the connect failure; a connection closed or reset by the server
+// mid-run ("connection 3 closed by the server 4.2 s into the run"); an
+// unparseable stream (a reply line over 16 MiB).
+Result<LoadResult> RunLoad(const LoadConfig& config);
+
+}  // namespace brake::bench
