@@ -44,6 +44,16 @@ Status RollBack(sqlite3* db, Status failure) {
   return Status::Unavailable(failure.message() + "; " + rollback.message());
 }
 
+// I/O errors and corruption leave the file's durable contents unknown: after
+// a failed fsync the kernel may have dropped pages it now reports clean, so a
+// later "successful" commit could sit on lost data. SQLITE_FULL and
+// constraint or busy errors are clean rollbacks and stay retryable.
+bool IsFatal(int rc) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_IOERR || primary == SQLITE_CORRUPT ||
+         primary == SQLITE_NOTADB;
+}
+
 Status Malformed(std::string_view table, std::string_view key) {
   return Status::Unavailable("storage: " + std::string(table) + " row (" +
                              std::string(key) + "): malformed state");
@@ -112,11 +122,19 @@ struct Store::Impl {
   Statement price_put;
   Statement ledger_insert;
   std::string state_text;  // reused to encode limiter and breaker states
+  // Set by the first I/O error or sign of corruption in a write; every later
+  // write is refused with it (see FailClosed).
+  std::string fatal;
 
   sqlite3* db() const { return connection.db; }
   Status PrepareAll();
   Status WriteBatch(const Batch& batch);
   Status LoadInto(Snapshot* snapshot);
+  Status FailClosed() const {
+    return Status::Unavailable(
+        "storage: writes refused after an earlier failure (" + fatal +
+        "); restart to reload from disk");
+  }
 };
 
 Status Store::Impl::PrepareAll() {
@@ -373,6 +391,7 @@ Result<Snapshot> Store::Load() {
 }
 
 Status Store::Apply(const Batch& batch) {
+  if (!impl_->fatal.empty()) return impl_->FailClosed();
   if (batch.empty()) return Status::Ok();
   sqlite3* db = impl_->db();
   Status s = impl_->begin.Run("begin");
@@ -380,8 +399,11 @@ Status Store::Apply(const Batch& batch) {
   // COMMIT returns only after the WAL is synced (synchronous=FULL); any
   // error here, a failed fsync included, means not durable.
   if (s.ok()) s = impl_->commit.Run("commit");
-  if (!s.ok()) return RollBack(db, std::move(s));
-  return Status::Ok();
+  if (s.ok()) return Status::Ok();
+  const int rc = sqlite3_extended_errcode(db);  // before ROLLBACK resets it
+  s = RollBack(db, std::move(s));
+  if (IsFatal(rc)) impl_->fatal = s.message();
+  return s;
 }
 
 Result<std::vector<UsageTotal>> Store::QueryUsage(const UsageQuery& query) {
@@ -432,14 +454,17 @@ Result<std::vector<UsageTotal>> Store::QueryUsage(const UsageQuery& query) {
 }
 
 Status Store::Checkpoint() {
+  if (!impl_->fatal.empty()) return impl_->FailClosed();
   sqlite3* db = impl_->db();
   int log_frames = 0;
   int checkpointed_frames = 0;
   const int rc =
       sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_TRUNCATE,
                                 &log_frames, &checkpointed_frames);
-  if (rc != SQLITE_OK) return SqliteError(db, rc, "checkpoint");
-  return Status::Ok();
+  if (rc == SQLITE_OK) return Status::Ok();
+  Status s = SqliteError(db, rc, "checkpoint");
+  if (IsFatal(rc)) impl_->fatal = s.message();
+  return s;
 }
 
 }  // namespace brake

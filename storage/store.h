@@ -67,6 +67,8 @@ class Store {
   // Applies `batch` in one transaction with synchronous=FULL. Ok means the
   // transaction is committed and synced. On failure, nothing of `batch` is
   // applied (the transaction is rolled back) and the status is kUnavailable.
+  // After an I/O error or corruption (not after a failing row or a full
+  // disk) every later Apply and Checkpoint fails too: fail closed, reopen.
   Status Apply(const Batch& batch);
   // Sums ledger rows (the usage report). The sum of all rows of a user equals
   // the settled spend the daemon reports for it.

@@ -1,5 +1,8 @@
 #include "storage/store.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -334,8 +337,9 @@ TEST_CASE("Store refuses a database that fails quick_check", "[storage]") {
 }
 
 TEST_CASE("Store refuses to serve a malformed stored state", "[storage]") {
-  const std::string state = GENERATE(as<std::string>{}, "1,,2", "x", "1, 2",
-                                     "7,", "99999999999999999999");
+  // int_list_test covers the grammar; these show the refusal per table.
+  const std::string state =
+      GENERATE(as<std::string>{}, "1,,2", "x", "99999999999999999999");
   INFO("state: '" << state << "'");
   TempDir dir;
   const std::string path = dir.File("brake.db");
@@ -380,6 +384,58 @@ TEST_CASE("Store::Open reports files it cannot use", "[storage]") {
     CHECK_THAT(store.status().message(),
                Catch::Contains("file is not a database"));
   }
+}
+
+// Makes every write that would grow a file fail with EFBIG (which SQLite
+// reports as an I/O error) until destroyed.
+class NoFileGrowth {
+ public:
+  NoFileGrowth() {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit none = saved_;
+    none.rlim_cur = 0;
+    ok_ = setrlimit(RLIMIT_FSIZE, &none) == 0;
+  }
+  ~NoFileGrowth() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    signal(SIGXFSZ, old_handler_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  sighandler_t old_handler_ = SIG_DFL;
+  bool ok_ = false;
+};
+
+TEST_CASE("Store fails closed after an I/O error", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = MustOpen(path);
+  MustApply(*store, FullBatch());
+  REQUIRE(store->Checkpoint().ok());  // an empty WAL: the next write grows it
+  Batch next;
+  next.policies_put = {{"late", "{}"}};
+  {
+    NoFileGrowth guard;
+    REQUIRE(guard.ok());
+    const Status failed = store->Apply(next);
+    CHECK(failed.code() == ErrorCode::kUnavailable);
+    CHECK_THAT(failed.message(), Catch::Contains("I/O error"));
+  }
+  // The disk works again, but the store no longer trusts it.
+  const Status refused = store->Apply(next);
+  CHECK(refused.code() == ErrorCode::kUnavailable);
+  CHECK_THAT(refused.message(),
+             Catch::StartsWith("storage: writes refused after an earlier "
+                               "failure"));
+  CHECK_FALSE(store->Checkpoint().ok());
+  CHECK(MustLoad(*store).policies.size() == 2);  // reads still answer
+  store.reset();
+  store = MustOpen(path);  // a restart recovers
+  MustApply(*store, next);
+  CHECK(MustLoad(*store).policies.size() == 3);
 }
 
 TEST_CASE("Store::Checkpoint truncates the WAL", "[storage]") {
