@@ -1,1 +1,86 @@
-int main() { return 0; }
+// braked: the brake daemon. Parses flags and runs brake::Daemon.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/paths.h"
+#include "common/socket_path.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/dispatcher.h"
+#include "daemon/log.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: braked [--socket PATH] [--db PATH] [--config FILE]\n"
+    "              [--help] [--help-config] [--help-ops] [--version]\n"
+    "  --socket PATH  Unix socket to listen on (env BRAKE_SOCKET; default\n"
+    "                 $XDG_RUNTIME_DIR/brake/braked.sock, else\n"
+    "                 /tmp/brake-$UID/braked.sock)\n"
+    "  --db PATH      SQLite database (env BRAKE_DB; default\n"
+    "                 $XDG_STATE_HOME/brake/brake.db, else\n"
+    "                 ~/.local/state/brake/brake.db)\n"
+    "  --config FILE  JSON config file, reloaded on SIGHUP\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  brake::DaemonOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "braked: %s needs a value\n%s", flag, kUsage);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--socket") {
+      options.socket_path = value("--socket");
+    } else if (arg == "--db") {
+      options.db_path = value("--db");
+    } else if (arg == "--config") {
+      options.config_path = value("--config");
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--help-config") {
+      std::fputs(brake::ConfigHelp().c_str(), stdout);
+      return 0;
+    } else if (arg == "--help-ops") {
+      std::fputs(brake::Dispatcher::OpsHelp().c_str(), stdout);
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("braked %s\n", BRAKE_VERSION);
+      return 0;
+    } else {
+      std::fprintf(stderr, "braked: unknown argument %s\n%s", arg.c_str(),
+                   kUsage);
+      return 2;
+    }
+  }
+  if (options.socket_path.empty()) {
+    const char* env = std::getenv("BRAKE_SOCKET");
+    options.socket_path =
+        env != nullptr && *env != '\0' ? env : brake::DefaultSocketPath();
+  }
+  if (options.db_path.empty()) {
+    const char* env = std::getenv("BRAKE_DB");
+    options.db_path =
+        env != nullptr && *env != '\0' ? env : brake::DefaultDbPath();
+  }
+  for (const std::string* path : {&options.socket_path, &options.db_path}) {
+    if (brake::Status s = brake::EnsureParentDir(*path); !s.ok()) {
+      brake::Log(brake::LogLevel::kError, "%s", s.message().c_str());
+      return 1;
+    }
+  }
+  brake::Daemon daemon(options);
+  if (brake::Status s = daemon.Start(); !s.ok()) {
+    brake::Log(brake::LogLevel::kError, "cannot start: %s",
+               s.ToString().c_str());
+    return 1;
+  }
+  return daemon.Run();
+}

@@ -1,0 +1,600 @@
+#include "budget/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace brake {
+namespace {
+
+constexpr char kKeySep = '\x1f';
+constexpr size_t kMaxTaskDepth = 32;
+
+std::string LimiterKey(std::string_view scope, std::string_view name) {
+  std::string key;
+  key.reserve(scope.size() + name.size() + 1);
+  key.append(scope);
+  key.push_back(kKeySep);
+  key.append(name);
+  return key;
+}
+
+// "user:alice" -> "user:*"; "global" -> "".
+std::string DefaultScopeOf(const std::string& scope) {
+  size_t colon = scope.find(':');
+  if (colon == std::string::npos) return "";
+  return scope.substr(0, colon + 1) + "*";
+}
+
+bool IsWildcard(const std::string& scope) {
+  return scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0;
+}
+
+int64_t AmountFor(Resource r, const Totals& t) {
+  switch (r) {
+    case Resource::kRequests: return t.requests;
+    case Resource::kTokens: return t.tokens;
+    case Resource::kUsd: return t.usd_nano;
+  }
+  return 0;
+}
+
+Reason ReasonFor(const LimitSpec& spec, Verdict v) {
+  if (v == Verdict::kTooLarge) return Reason::kTooLarge;
+  switch (spec.algorithm) {
+    case Algorithm::kQuota:
+      return spec.resource == Resource::kUsd ? Reason::kCostCap
+                                             : Reason::kQuotaExhausted;
+    case Algorithm::kConcurrency: return Reason::kConcurrency;
+    default:
+      return spec.resource == Resource::kUsd && spec.algorithm !=
+                 Algorithm::kTokenBucket
+                 ? Reason::kCostCap
+                 : Reason::kRateLimited;
+  }
+}
+
+// Orders denials: a request is granted only when every limit admits, so the
+// binding one is the one that frees last; "never" binds hardest.
+bool Worse(const Denial& a, const Denial& b) {
+  auto rank = [](const Denial& d) {
+    return d.retry_after_us == kNever ? INT64_MAX : d.retry_after_us;
+  };
+  return rank(a) > rank(b);
+}
+
+}  // namespace
+
+std::string_view ReasonName(Reason r) {
+  switch (r) {
+    case Reason::kRateLimited: return "rate_limited";
+    case Reason::kQuotaExhausted: return "quota_exhausted";
+    case Reason::kCostCap: return "cost_cap";
+    case Reason::kBreakerOpen: return "breaker_open";
+    case Reason::kConcurrency: return "concurrency";
+    case Reason::kQueueFull: return "queue_full";
+    case Reason::kTimeout: return "timeout";
+    case Reason::kTooLarge: return "too_large";
+  }
+  return "rate_limited";
+}
+
+Engine::Engine(std::string lease_prefix, int64_t lease_ttl_us)
+    : lease_prefix_(std::move(lease_prefix)), lease_ttl_us_(lease_ttl_us) {}
+
+Engine::~Engine() = default;
+
+void Engine::SetPolicy(const std::string& scope, Policy policy) {
+  policies_[scope] = std::move(policy);
+  dirty_policies_.insert(scope);
+}
+
+bool Engine::DeletePolicy(const std::string& scope) {
+  if (policies_.erase(scope) == 0) return false;
+  dirty_policies_.insert(scope);
+  return true;
+}
+
+const Policy* Engine::GetPolicy(const std::string& scope) const {
+  auto it = policies_.find(scope);
+  return it == policies_.end() ? nullptr : &it->second;
+}
+
+void Engine::SetPrice(const std::string& model, Price price) {
+  prices_[model] = price;
+  dirty_prices_.insert(model);
+}
+
+const Price* Engine::GetPrice(const std::string& model) const {
+  auto it = prices_.find(model);
+  return it == prices_.end() ? nullptr : &it->second;
+}
+
+const Policy* Engine::PolicyFor(const std::string& scope) const {
+  if (const Policy* p = GetPolicy(scope)) return p;
+  std::string def = DefaultScopeOf(scope);
+  return def.empty() ? nullptr : GetPolicy(def);
+}
+
+Status Engine::SubjectScopes(const AcquireRequest& req,
+                             std::vector<std::string>* scopes) const {
+  scopes->clear();
+  scopes->push_back("global");
+  scopes->push_back("user:" + req.user);
+  scopes->push_back("task:" + req.task);
+  // Ancestors: the recorded parent chain, or for a new task the named parent.
+  std::string parent;
+  if (auto it = tasks_.find(req.task); it != tasks_.end()) {
+    parent = it->second.parent;
+  } else {
+    parent = req.parent;
+  }
+  while (!parent.empty()) {
+    if (scopes->size() - 3 >= kMaxTaskDepth) {
+      return Status::BadRequest("parent: task tree deeper than " +
+                                std::to_string(kMaxTaskDepth));
+    }
+    scopes->push_back("task:" + parent);
+    auto it = tasks_.find(parent);
+    if (it == tasks_.end()) break;
+    parent = it->second.parent;
+  }
+  if (!req.resource.empty()) scopes->push_back("resource:" + req.resource);
+  return Status::Ok();
+}
+
+Limiter* Engine::Instance(const std::string& scope, const LimitSpec& spec,
+                          int64_t now_us, bool create) {
+  std::string key = LimiterKey(scope, spec.name);
+  auto it = limiters_.find(key);
+  if (it != limiters_.end()) {
+    Limiter* l = it->second.get();
+    if (l->spec() == spec) return l;
+    if (l->spec().algorithm == spec.algorithm &&
+        l->spec().resource == spec.resource) {
+      l->Reconfigure(spec);
+      return l;
+    }
+    if (!create) return nullptr;
+    it->second = MakeLimiter(spec, now_us);
+    return it->second.get();
+  }
+  if (!create) return nullptr;
+  auto made = MakeLimiter(spec, now_us);
+  Limiter* l = made.get();
+  limiters_.emplace(std::move(key), std::move(made));
+  return l;
+}
+
+void Engine::CollectLimits(const std::vector<std::string>& scopes,
+                           int64_t now_us, std::vector<Applied>* out,
+                           bool create) {
+  for (const std::string& scope : scopes) {
+    const Policy* policy = PolicyFor(scope);
+    if (policy == nullptr) continue;
+    for (const LimitSpec& spec : policy->limits) {
+      out->push_back(Applied{scope, &spec, Instance(scope, spec, now_us, create),
+                             LimiterKey(scope, spec.name)});
+    }
+  }
+}
+
+Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
+                                       int64_t now_us) {
+  auto task_it = tasks_.find(req.task);
+  const bool new_task = task_it == tasks_.end();
+  if (!new_task && task_it->second.user != req.user) {
+    return Status(ErrorCode::kForbidden,
+                  "task: " + req.task + " belongs to another user");
+  }
+  if (new_task && !req.parent.empty()) {
+    if (req.parent == req.task) {
+      return Status::BadRequest("parent: a task cannot be its own parent");
+    }
+    auto p = tasks_.find(req.parent);
+    if (p == tasks_.end()) {
+      return Status::BadRequest("parent: unknown task " + req.parent);
+    }
+    if (p->second.user != req.user) {
+      return Status(ErrorCode::kForbidden,
+                    "parent: task " + req.parent + " belongs to another user");
+    }
+  }
+  Totals want{req.requests, req.tokens, 0};
+  if (!req.model.empty()) {
+    const Price* price = GetPrice(req.model);
+    if (price == nullptr) {
+      return Status::BadRequest("model: no price is set for " + req.model);
+    }
+    want.usd_nano = EstimateUsdNano(*price, req.tokens);
+  }
+
+  std::vector<std::string> scopes;
+  if (Status s = SubjectScopes(req, &scopes); !s.ok()) return s;
+  std::vector<Applied> applied;
+  CollectLimits(scopes, now_us, &applied, /*create=*/true);
+
+  AcquireOutcome out;
+  std::optional<Denial> worst;
+  for (Applied& a : applied) {
+    Decision d = a.limiter->Check(AmountFor(a.spec->resource, want), now_us);
+    if (d.verdict == Verdict::kAdmit) continue;
+    if (a.spec->shadow) {
+      out.shadow.push_back(a.scope + "/" + a.spec->name);
+      continue;
+    }
+    Denial denial{ReasonFor(*a.spec, d.verdict), a.scope, a.spec->name,
+                  d.verdict == Verdict::kTooLarge ? kNever : d.retry_after_us};
+    if (d.verdict == Verdict::kTooLarge) {
+      worst = denial;
+      break;  // nothing can bind harder than "never, whatever happens"
+    }
+    if (!worst || Worse(denial, *worst)) worst = denial;
+  }
+  if (worst) {
+    out.granted = false;
+    out.denial = *worst;
+    return out;
+  }
+
+  Lease lease;
+  lease.id = lease_prefix_ + std::to_string(next_lease_++);
+  lease.user = req.user;
+  lease.task = req.task;
+  lease.parent = new_task ? req.parent : task_it->second.parent;
+  lease.resource = req.resource;
+  lease.model = req.model;
+  lease.fingerprint = req.fingerprint;
+  lease.requests = want.requests;
+  lease.tokens = want.tokens;
+  lease.usd_nano = want.usd_nano;
+  lease.granted_at_us = now_us;
+  lease.expires_at_us = SaturatingAdd(now_us, lease_ttl_us_);
+  lease.scopes = scopes;
+  for (Applied& a : applied) {
+    int64_t amount = AmountFor(a.spec->resource, want);
+    a.limiter->Charge(amount, now_us);
+    dirty_limiters_.insert(a.key);
+    lease.charges.push_back(
+        LeaseCharge{a.scope, a.spec->name, a.spec->resource, amount});
+    LimitUsage u = a.limiter->Usage(now_us);
+    std::optional<int64_t>* slot =
+        a.spec->resource == Resource::kRequests ? &out.remaining.requests
+        : a.spec->resource == Resource::kTokens ? &out.remaining.tokens
+                                                : &out.remaining.usd_nano;
+    if (!a.spec->shadow && (!*slot || u.remaining < **slot)) {
+      *slot = u.remaining;
+    }
+  }
+  for (const std::string& scope : scopes) AddTotals(reserved_, scope, want, 1);
+  if (new_task) {
+    tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000};
+    dirty_tasks_.insert(req.task);
+  }
+  out.granted = true;
+  out.lease = lease.id;
+  expiry_.emplace(lease.expires_at_us, lease.id);
+  dirty_leases_.insert(lease.id);
+  leases_.emplace(lease.id, std::move(lease));
+  return out;
+}
+
+void Engine::AddTotals(std::unordered_map<std::string, Totals>& map,
+                       const std::string& scope, const Totals& t, int sign) {
+  Totals& dst = map[scope];
+  dst.requests = SaturatingAdd(dst.requests, sign * t.requests);
+  dst.tokens = SaturatingAdd(dst.tokens, sign * t.tokens);
+  dst.usd_nano = SaturatingAdd(dst.usd_nano, sign * t.usd_nano);
+}
+
+// Moves a lease from reserved to settled at `actual` (nullptr: cancelled,
+// nothing spent) and releases what it charged.
+void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
+  Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
+  for (const LeaseCharge& c : lease.charges) {
+    std::string key = LimiterKey(c.scope, c.limit);
+    auto it = limiters_.find(key);
+    if (it == limiters_.end()) continue;  // its policy is gone
+    Limiter* l = it->second.get();
+    if (l->spec().resource == c.resource) {
+      int64_t delta = AmountFor(c.resource, actual) - c.amount;
+      if (delta != 0) l->Settle(delta, lease.granted_at_us, now_us);
+    }
+    l->Release(c.amount, now_us);
+    dirty_limiters_.insert(key);
+  }
+  for (const std::string& scope : lease.scopes) {
+    AddTotals(reserved_, scope, reserved, -1);
+    if (actual.requests || actual.tokens || actual.usd_nano) {
+      AddTotals(spend_, scope, actual, 1);
+      dirty_spend_.insert(scope);
+    }
+  }
+  auto range = expiry_.equal_range(lease.expires_at_us);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second == lease.id) {
+      expiry_.erase(it);
+      break;
+    }
+  }
+  dirty_leases_.insert(lease.id);
+}
+
+void Engine::ForgetDuplicatesBefore(int64_t now_us) {
+  // settled_order_ keys are settle times; entries older than a TTL go.
+  while (!settled_order_.empty() &&
+         settled_order_.begin()->first < now_us - lease_ttl_us_) {
+    settled_.erase(settled_order_.begin()->second);
+    settled_order_.erase(settled_order_.begin());
+  }
+}
+
+Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
+  auto it = leases_.find(req.lease);
+  if (it == leases_.end()) {
+    auto done = settled_.find(req.lease);
+    if (done == settled_.end()) {
+      return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + req.lease);
+    }
+    Settlement dup = done->second.first;
+    dup.duplicate = true;
+    return dup;
+  }
+  Lease& lease = it->second;
+  int64_t input = req.input_tokens.value_or(0);
+  int64_t output = req.output_tokens.value_or(0);
+  bool split = req.input_tokens.has_value() || req.output_tokens.has_value();
+  Totals actual;
+  actual.requests = lease.requests;
+  actual.tokens = req.tokens ? *req.tokens
+                  : split    ? SaturatingAdd(input, output)
+                             : lease.tokens;
+  if (!lease.model.empty()) {
+    // A split is priced exactly; tokens beyond the split (or all of them,
+    // without one) at the dearer rate, as the reservation was.
+    const Price* price = GetPrice(lease.model);
+    Price p = price ? *price : Price{};
+    int64_t split_total = SaturatingAdd(input, output);
+    int64_t unsplit = std::max<int64_t>(0, actual.tokens - split_total);
+    actual.usd_nano = SaturatingAdd(CostUsdNano(p, input, output),
+                                    EstimateUsdNano(p, unsplit));
+  }
+  SettleLease(lease, actual, now_us);
+  ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
+                              lease.parent, lease.resource, lease.model,
+                              actual.requests, actual.tokens, input, output,
+                              actual.usd_nano, req.latency_ms, req.outcome,
+                              false});
+  Settlement s{actual.tokens, actual.usd_nano, false};
+  settled_[lease.id] = {s, now_us};
+  settled_order_.emplace(now_us, lease.id);
+  leases_.erase(it);
+  ForgetDuplicatesBefore(now_us);
+  return s;
+}
+
+Result<bool> Engine::Cancel(const std::string& id, int64_t now_us) {
+  auto it = leases_.find(id);
+  if (it == leases_.end()) {
+    if (settled_.count(id)) return true;  // already settled: a duplicate
+    return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + id);
+  }
+  SettleLease(it->second, Totals{}, now_us);
+  Settlement s{0, 0, false};
+  settled_[id] = {s, now_us};
+  settled_order_.emplace(now_us, id);
+  leases_.erase(it);
+  return false;
+}
+
+int Engine::ExpireLeases(int64_t now_us) {
+  int n = 0;
+  while (!expiry_.empty() && expiry_.begin()->first <= now_us) {
+    std::string id = expiry_.begin()->second;
+    auto it = leases_.find(id);
+    if (it == leases_.end()) {
+      expiry_.erase(expiry_.begin());
+      continue;
+    }
+    Lease& lease = it->second;
+    Totals actual{lease.requests, lease.tokens, lease.usd_nano};
+    SettleLease(lease, actual, now_us);
+    ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
+                                lease.parent, lease.resource, lease.model,
+                                actual.requests, actual.tokens, 0, 0,
+                                actual.usd_nano, -1, "expired", true});
+    Settlement s{actual.tokens, actual.usd_nano, false};
+    settled_[id] = {s, now_us};
+    settled_order_.emplace(now_us, id);
+    leases_.erase(it);
+    ++n;
+  }
+  ForgetDuplicatesBefore(now_us);
+  return n;
+}
+
+int64_t Engine::NextExpiryUs() const {
+  return expiry_.empty() ? kNever : expiry_.begin()->first;
+}
+
+StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
+  StatusReport report;
+  report.scope = scope;
+  std::vector<std::string> scopes{"global"};
+  if (scope.rfind("task:", 0) == 0) {
+    std::string task = scope.substr(5);
+    if (auto it = tasks_.find(task); it != tasks_.end()) {
+      scopes.push_back("user:" + it->second.user);
+      scopes.push_back(scope);
+      std::string parent = it->second.parent;
+      for (size_t depth = 0; !parent.empty() && depth < kMaxTaskDepth;
+           ++depth) {
+        scopes.push_back("task:" + parent);
+        auto p = tasks_.find(parent);
+        if (p == tasks_.end()) break;
+        parent = p->second.parent;
+      }
+    } else {
+      scopes.push_back(scope);
+    }
+  } else if (scope != "global") {
+    scopes.push_back(scope);
+  }
+  std::vector<Applied> applied;
+  CollectLimits(scopes, now_us, &applied, /*create=*/false);
+  for (const Applied& a : applied) {
+    LimitUsage usage;
+    if (a.limiter != nullptr) {
+      usage = a.limiter->Usage(now_us);
+    } else {
+      usage = MakeLimiter(*a.spec, now_us)->Usage(now_us);  // never used yet
+    }
+    report.limits.push_back(LimitStatus{a.scope, *a.spec, usage});
+  }
+  if (auto it = spend_.find(scope); it != spend_.end()) report.spend = it->second;
+  if (auto it = reserved_.find(scope); it != reserved_.end()) {
+    report.reserved = it->second;
+  }
+  return report;
+}
+
+void Engine::Reset(const std::string& scope, int64_t now_us) {
+  // A `*` scope resets every subject of its kind.
+  std::string prefix = IsWildcard(scope) ? scope.substr(0, scope.size() - 1)
+                                         : scope + kKeySep;
+  for (auto& [key, limiter] : limiters_) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    limiter->Reset(now_us);
+    dirty_limiters_.insert(key);
+  }
+  // Open leases still hold what they reserved: re-charge concurrency so the
+  // count of open leases stays true.
+  for (auto& [id, lease] : leases_) {
+    for (const LeaseCharge& c : lease.charges) {
+      std::string key = LimiterKey(c.scope, c.limit);
+      if (key.rfind(prefix, 0) != 0) continue;
+      auto it = limiters_.find(key);
+      if (it != limiters_.end() &&
+          it->second->spec().algorithm == Algorithm::kConcurrency) {
+        it->second->Charge(c.amount, now_us);
+      }
+    }
+  }
+  std::string spend_prefix = IsWildcard(scope) ? prefix : scope;
+  for (auto it = spend_.begin(); it != spend_.end();) {
+    bool match = IsWildcard(scope) ? it->first.rfind(spend_prefix, 0) == 0
+                                   : it->first == scope;
+    if (match) {
+      dirty_spend_.insert(it->first);
+      it = spend_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Engine::RestoreTask(const TaskRow& row) {
+  tasks_[row.task] = TaskInfo{row.user, row.parent, row.created_ms};
+}
+
+void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {
+  const Policy* policy = PolicyFor(row.scope);
+  if (policy == nullptr) return;
+  for (const LimitSpec& spec : policy->limits) {
+    if (spec.name != row.name || AlgorithmName(spec.algorithm) != row.algorithm)
+      continue;
+    Limiter* l = Instance(row.scope, spec, now_us, /*create=*/true);
+    if (!l->RestoreState(row.state)) l->Reset(now_us);
+    return;
+  }
+}
+
+void Engine::RestoreSpend(const SpendRow& row) {
+  spend_[row.scope] = Totals{row.requests, row.tokens, row.usd_nano};
+}
+
+void Engine::RestoreLease(Lease lease, int64_t now_us) {
+  Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
+  for (const std::string& scope : lease.scopes)
+    AddTotals(reserved_, scope, reserved, 1);
+  // Concurrency counts are derived from open leases, not persisted.
+  for (const LeaseCharge& c : lease.charges) {
+    auto it = limiters_.find(LimiterKey(c.scope, c.limit));
+    if (it != limiters_.end() &&
+        it->second->spec().algorithm == Algorithm::kConcurrency) {
+      it->second->Charge(c.amount, now_us);
+    }
+  }
+  // Lease ids of an earlier run carry its prefix, so they never collide.
+  expiry_.emplace(lease.expires_at_us, lease.id);
+  leases_.emplace(lease.id, std::move(lease));
+}
+
+bool Engine::Drain(Batch* batch,
+                   const std::function<std::string(const Lease&)>& encode) {
+  bool any = false;
+  for (const std::string& scope : dirty_policies_) {
+    any = true;
+    if (const Policy* p = GetPolicy(scope)) {
+      batch->policies_put.push_back(PolicyRow{scope, p->json});
+    } else {
+      batch->policies_deleted.push_back(scope);
+    }
+  }
+  for (const std::string& model : dirty_prices_) {
+    any = true;
+    const Price& p = prices_.at(model);
+    batch->prices_put.push_back(
+        PriceRow{model, p.input_nano_per_mtok, p.output_nano_per_mtok});
+  }
+  for (const std::string& task : dirty_tasks_) {
+    any = true;
+    const TaskInfo& t = tasks_.at(task);
+    batch->tasks_put.push_back(TaskRow{task, t.user, t.parent, t.created_ms});
+  }
+  for (const std::string& key : dirty_limiters_) {
+    auto it = limiters_.find(key);
+    if (it == limiters_.end()) continue;
+    any = true;
+    size_t sep = key.find(kKeySep);
+    const Limiter& l = *it->second;
+    batch->limiters_put.push_back(
+        LimiterRow{key.substr(0, sep), key.substr(sep + 1),
+                   std::string(AlgorithmName(l.spec().algorithm)),
+                   l.SaveState()});
+  }
+  for (const std::string& scope : dirty_spend_) {
+    any = true;
+    auto it = spend_.find(scope);
+    if (it == spend_.end()) {
+      batch->spend_deleted.push_back(scope);
+    } else {
+      batch->spend_put.push_back(SpendRow{scope, it->second.requests,
+                                          it->second.tokens,
+                                          it->second.usd_nano});
+    }
+  }
+  for (const std::string& id : dirty_leases_) {
+    any = true;
+    auto it = leases_.find(id);
+    if (it == leases_.end()) {
+      batch->leases_deleted.push_back(id);
+    } else {
+      batch->leases_put.push_back(LeaseRow{id, encode(it->second)});
+    }
+  }
+  for (LedgerRow& row : ledger_) {
+    any = true;
+    batch->ledger_append.push_back(std::move(row));
+  }
+  dirty_policies_.clear();
+  dirty_prices_.clear();
+  dirty_tasks_.clear();
+  dirty_limiters_.clear();
+  dirty_spend_.clear();
+  dirty_leases_.clear();
+  ledger_.clear();
+  return any;
+}
+
+}  // namespace brake

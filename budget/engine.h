@@ -1,0 +1,238 @@
+// Engine: brake's decision core. Policies, subjects, leases and accounting.
+//
+// The engine answers acquire, commit, cancel, status and reset for the
+// daemon. It resolves which limits apply to a request (global, the user, the
+// task and its ancestors, the resource, falling back to the `user:*`,
+// `task:*` and `resource:*` defaults), checks every one of them, and charges
+// all of them at once or none. Granted acquires become leases that hold a
+// reservation until commit (settled with the real usage), cancel (released)
+// or expiry (settled at the estimate).
+//
+// Pure: no IO, no clock. Every call takes `now_us` (the daemon's clock,
+// microseconds, wall-anchored). Loop thread only. State changes are recorded
+// as dirty marks that the daemon drains into storage batches (Drain).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "budget/lease.h"
+#include "budget/limit_spec.h"
+#include "budget/limiter.h"
+#include "budget/pricing.h"
+#include "common/records.h"
+#include "common/status.h"
+
+namespace brake {
+
+// Why an acquire was refused; wire names in ReasonName().
+enum class Reason {
+  kRateLimited,
+  kQuotaExhausted,
+  kCostCap,
+  kBreakerOpen,
+  kConcurrency,
+  kQueueFull,
+  kTimeout,
+  kTooLarge,
+};
+std::string_view ReasonName(Reason r);
+
+struct Policy {
+  std::vector<LimitSpec> limits;
+  std::string json;  // the policy object as set, canonical serialization
+};
+
+struct AcquireRequest {
+  std::string user;
+  std::string task;
+  std::string resource;     // "" when none
+  std::string model;        // "" when none
+  std::string parent;       // "" when none
+  std::string fingerprint;  // "" when none
+  int64_t tokens = 0;
+  int64_t requests = 1;
+};
+
+struct Denial {
+  Reason reason = Reason::kRateLimited;
+  std::string scope;  // concrete scope, e.g. "user:alice"
+  std::string limit;  // limit name
+  int64_t retry_after_us = kNever;
+};
+
+// What is left under the tightest limit of each resource (absent when no
+// limit of that resource applies).
+struct Remaining {
+  std::optional<int64_t> requests;
+  std::optional<int64_t> tokens;
+  std::optional<int64_t> usd_nano;
+};
+
+struct AcquireOutcome {
+  bool granted = false;
+  std::string lease;  // when granted
+  Denial denial;      // when not
+  Remaining remaining;
+  std::vector<std::string> shadow;  // "scope/limit" of shadow limits that denied
+};
+
+struct CommitRequest {
+  std::string lease;
+  std::optional<int64_t> tokens;
+  std::optional<int64_t> input_tokens;
+  std::optional<int64_t> output_tokens;
+  int64_t latency_ms = -1;
+  std::string outcome = "ok";
+};
+
+struct Settlement {
+  int64_t charged_tokens = 0;
+  int64_t charged_usd_nano = 0;
+  bool duplicate = false;
+};
+
+struct Totals {
+  int64_t requests = 0;
+  int64_t tokens = 0;
+  int64_t usd_nano = 0;
+};
+
+struct LimitStatus {
+  std::string scope;
+  LimitSpec spec;
+  LimitUsage usage;
+};
+
+struct StatusReport {
+  std::string scope;
+  std::vector<LimitStatus> limits;
+  Totals spend;
+  Totals reserved;
+};
+
+class Engine {
+ public:
+  // `lease_prefix` makes lease ids unique across restarts (a random nonce of
+  // the daemon's run); `lease_ttl_us` bounds how long a lease may stay open.
+  Engine(std::string lease_prefix, int64_t lease_ttl_us);
+  ~Engine();
+
+  // Policies. The scope string is validated by the caller.
+  void SetPolicy(const std::string& scope, Policy policy);
+  // False when the scope had no policy.
+  bool DeletePolicy(const std::string& scope);
+  const Policy* GetPolicy(const std::string& scope) const;
+  const std::map<std::string, Policy>& policies() const { return policies_; }
+
+  void SetPrice(const std::string& model, Price price);
+  const Price* GetPrice(const std::string& model) const;
+  void set_lease_ttl_us(int64_t ttl_us) { lease_ttl_us_ = ttl_us; }
+
+  // Checks every applicable limit and charges all of them, or none. Errors:
+  // kForbidden (the task belongs to another user, or the parent does),
+  // kBadRequest (an unknown model, a bad parent). A refusal is not an error.
+  Result<AcquireOutcome> Acquire(const AcquireRequest& request, int64_t now_us);
+  // Settles a lease with its real usage. A lease settled before answers its
+  // first result with duplicate set. Error: kUnknownLease.
+  Result<Settlement> Commit(const CommitRequest& request, int64_t now_us);
+  // Releases a lease's reservation as if the call never happened. Cancelling
+  // a lease already settled changes nothing (duplicate). Error: kUnknownLease.
+  Result<bool> Cancel(const std::string& lease, int64_t now_us);
+  // Settles every lease whose TTL has passed at its estimate; returns how many.
+  int ExpireLeases(int64_t now_us);
+  // The earliest lease expiry, or kNever.
+  int64_t NextExpiryUs() const;
+
+  // Every limit that applies to `scope` ("user:U", "task:T", "resource:R" or
+  // "global"), with usage, spend and reservations.
+  StatusReport Report(const std::string& scope, int64_t now_us);
+  // Clears the counters and spend of `scope` (a `*` scope: of every subject
+  // of that kind).
+  void Reset(const std::string& scope, int64_t now_us);
+
+  // Restoring persisted state, after the policies are set.
+  void RestoreTask(const TaskRow& row);
+  void RestoreLimiter(const LimiterRow& row, int64_t now_us);
+  void RestoreSpend(const SpendRow& row);
+  void RestoreLease(Lease lease, int64_t now_us);
+
+  // Moves every change since the last Drain into `batch`; leases are
+  // serialized with `encode`. Returns false when there was nothing.
+  bool Drain(Batch* batch,
+             const std::function<std::string(const Lease&)>& encode);
+
+  // True when there are changes that Drain has not yet taken.
+  bool dirty() const {
+    return !dirty_policies_.empty() || !dirty_prices_.empty() ||
+           !dirty_tasks_.empty() || !dirty_limiters_.empty() ||
+           !dirty_spend_.empty() || !dirty_leases_.empty() || !ledger_.empty();
+  }
+  size_t open_leases() const { return leases_.size(); }
+  size_t task_count() const { return tasks_.size(); }
+
+ private:
+  struct TaskInfo {
+    std::string user;
+    std::string parent;
+    int64_t created_ms = 0;
+  };
+  struct Applied {  // one limit that applies to a request
+    std::string scope;
+    const LimitSpec* spec;
+    Limiter* limiter;  // nullptr when not yet instantiated
+    std::string key;
+  };
+
+  // The policy that governs a concrete subject scope: its own, else the
+  // default of its kind.
+  const Policy* PolicyFor(const std::string& scope) const;
+  // The concrete subject scopes of a request, most general first.
+  Status SubjectScopes(const AcquireRequest& request,
+                       std::vector<std::string>* scopes) const;
+  Limiter* Instance(const std::string& scope, const LimitSpec& spec,
+                    int64_t now_us, bool create);
+  void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
+                     std::vector<Applied>* out, bool create);
+  void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
+  void AddTotals(std::unordered_map<std::string, Totals>& map,
+                 const std::string& scope, const Totals& t, int sign);
+  void ForgetDuplicatesBefore(int64_t now_us);
+
+  std::string lease_prefix_;
+  int64_t lease_ttl_us_;
+  uint64_t next_lease_ = 1;
+
+  std::map<std::string, Policy> policies_;
+  std::unordered_map<std::string, Price> prices_;
+  std::unordered_map<std::string, TaskInfo> tasks_;
+  // key: scope + '\x1f' + limit name
+  std::unordered_map<std::string, std::unique_ptr<Limiter>> limiters_;
+  std::unordered_map<std::string, Totals> spend_;
+  std::unordered_map<std::string, Totals> reserved_;
+  std::unordered_map<std::string, Lease> leases_;
+  std::multimap<int64_t, std::string> expiry_;  // expires_at_us -> lease
+  // Settled leases, for duplicate commits: id -> (result, settled_at_us).
+  std::unordered_map<std::string, std::pair<Settlement, int64_t>> settled_;
+  std::multimap<int64_t, std::string> settled_order_;
+
+  // Dirty marks, drained into storage batches.
+  std::set<std::string> dirty_policies_;
+  std::set<std::string> dirty_prices_;
+  std::set<std::string> dirty_tasks_;
+  std::set<std::string> dirty_limiters_;
+  std::set<std::string> dirty_spend_;
+  std::set<std::string> dirty_leases_;
+  std::vector<LedgerRow> ledger_;
+};
+
+}  // namespace brake

@@ -1,0 +1,248 @@
+#include "daemon/config.h"
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "daemon/json_fields.h"
+#include "daemon/policy_codec.h"
+
+namespace brake {
+namespace {
+
+// One setting: how to read it from the file into a Config, and its contract.
+struct Setting {
+  const char* name;
+  const char* type;
+  const char* default_text;
+  bool reloadable;
+  const char* doc;
+  std::function<Status(const json& file, Config* c)> read;
+  std::function<bool(const Config& a, const Config& b)> same;
+};
+
+Status ReadIntInto(const json& file, const char* key, int64_t min, int64_t max,
+                   int64_t* out) {
+  auto v = ReadInt(file, key, min, max, *out);
+  if (!v.ok()) return v.status();
+  *out = *v;
+  return Status::Ok();
+}
+
+#define INT_SETTING(field, min, max, def, reload, doc)                       \
+  Setting {                                                                  \
+    #field, "integer [" #min ", " #max "]", #def, reload, doc,               \
+        [](const json& f, Config* c) {                                       \
+          return ReadIntInto(f, #field, min, max, &c->field);                \
+        },                                                                   \
+        [](const Config& a, const Config& b) { return a.field == b.field; } \
+  }
+
+const std::vector<Setting>& Settings() {
+  static const std::vector<Setting> kSettings = {
+      Setting{"admin_uids", "array of uids", "[]", true,
+              "peers allowed the admin ops; the daemon's own uid always is",
+              [](const json& f, Config* c) {
+                auto it = f.find("admin_uids");
+                if (it == f.end()) return Status::Ok();
+                if (!it->is_array())
+                  return Status::BadRequest("admin_uids: must be an array");
+                c->admin_uids.clear();
+                for (size_t i = 0; i < it->size(); ++i) {
+                  const json& u = (*it)[i];
+                  if (!u.is_number_integer() || u.get<int64_t>() < 0 ||
+                      u.get<int64_t>() > 4294967294) {
+                    return Status::BadRequest("admin_uids[" +
+                                              std::to_string(i) +
+                                              "]: must be a uid");
+                  }
+                  c->admin_uids.push_back(u.get<int64_t>());
+                }
+                return Status::Ok();
+              },
+              [](const Config& a, const Config& b) {
+                return a.admin_uids == b.admin_uids;
+              }},
+      Setting{"socket_mode", "octal string", "\"0660\"", false,
+              "permissions of the socket file",
+              [](const json& f, Config* c) {
+                auto s = ReadString(f, "socket_mode", "0660");
+                if (!s.ok()) return s.status();
+                char* end = nullptr;
+                long mode = std::strtol(s->c_str(), &end, 8);
+                if (s->empty() || *end != '\0' || mode < 0 || mode > 0777)
+                  return Status::BadRequest(
+                      "socket_mode: must be an octal mode like \"0660\"");
+                c->socket_mode = mode;
+                return Status::Ok();
+              },
+              [](const Config& a, const Config& b) {
+                return a.socket_mode == b.socket_mode;
+              }},
+      Setting{"durability", "strict | batched", "\"strict\"", false,
+              "strict: answered only once committed to disk; batched: "
+              "flushed every flush_interval_ms",
+              [](const json& f, Config* c) {
+                auto s = ReadString(f, "durability", "strict");
+                if (!s.ok()) return s.status();
+                if (*s == "strict") {
+                  c->durability = Durability::kStrict;
+                } else if (*s == "batched") {
+                  c->durability = Durability::kBatched;
+                } else {
+                  return Status::BadRequest(
+                      "durability: must be strict or batched");
+                }
+                return Status::Ok();
+              },
+              [](const Config& a, const Config& b) {
+                return a.durability == b.durability;
+              }},
+      INT_SETTING(flush_interval_ms, 1, 10000, 10, false,
+                  "batched durability: the most a crash can lose, in ms"),
+      INT_SETTING(lease_ttl_ms, 1000, 604800000, 600000, true,
+                  "a lease not settled within this is settled at its "
+                  "estimate"),
+      INT_SETTING(max_line_bytes, 1024, 16777216, 65536, true,
+                  "longest request line; longer gets line_too_long and the "
+                  "connection is closed"),
+      INT_SETTING(max_connections, 1, 1000000, 4096, true,
+                  "connections beyond this get too_many_connections"),
+      INT_SETTING(max_output_bytes, 65536, 1073741824, 16777216, true,
+                  "unread output a connection may hold before it is closed"),
+      Setting{"on_storage_error", "closed | open", "\"closed\"", true,
+              "closed: acquires answer unavailable while storage fails; "
+              "open: they are let through and logged",
+              [](const json& f, Config* c) {
+                auto s = ReadString(f, "on_storage_error", "closed");
+                if (!s.ok()) return s.status();
+                if (*s != "closed" && *s != "open")
+                  return Status::BadRequest(
+                      "on_storage_error: must be closed or open");
+                c->fail_open = *s == "open";
+                return Status::Ok();
+              },
+              [](const Config& a, const Config& b) {
+                return a.fail_open == b.fail_open;
+              }},
+      Setting{"metrics_listen", "host:port", "none", false,
+              "serve GET /metrics over HTTP (not yet implemented: logged)",
+              [](const json& f, Config* c) {
+                auto s = ReadString(f, "metrics_listen", "");
+                if (!s.ok()) return s.status();
+                c->metrics_listen = *s;
+                return Status::Ok();
+              },
+              [](const Config& a, const Config& b) {
+                return a.metrics_listen == b.metrics_listen;
+              }},
+  };
+  return kSettings;
+}
+
+Status ReadPolicies(const json& file, Config* c) {
+  auto it = file.find("policies");
+  if (it == file.end()) return Status::Ok();
+  if (!it->is_object()) {
+    return Status::BadRequest("policies: must be an object");
+  }
+  for (const auto& [scope, value] : it->items()) {
+    std::string field = "policies." + scope;
+    if (Status s = ValidateScope(scope, field); !s.ok()) return s;
+    auto policy = ParsePolicy(value, field);
+    if (!policy.ok()) return policy.status();
+    c->policies[scope] = std::move(*policy);
+  }
+  return Status::Ok();
+}
+
+Status ReadPrices(const json& file, Config* c) {
+  auto it = file.find("prices");
+  if (it == file.end()) return Status::Ok();
+  if (!it->is_object()) return Status::BadRequest("prices: must be an object");
+  for (const auto& [model, value] : it->items()) {
+    std::string field = "prices." + model;
+    if (Status s = ValidateName(model, field); !s.ok()) return s;
+    if (!value.is_object()) {
+      return Status::BadRequest(field + ": must be an object");
+    }
+    auto in = ReadNumber(value, "input_usd_per_mtok", 0, 1e6, std::nullopt,
+                         field);
+    if (!in.ok()) return in.status();
+    auto out = ReadNumber(value, "output_usd_per_mtok", 0, 1e6, std::nullopt,
+                          field);
+    if (!out.ok()) return out.status();
+    c->prices[model] = Price{UsdToNano(*in), UsdToNano(*out)};
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Config> ParseConfig(const std::string& text) {
+  json file = json::parse(text, nullptr, /*allow_exceptions=*/false,
+                          /*ignore_comments=*/true);
+  if (file.is_discarded()) {
+    return Status(ErrorCode::kBadJson, "config: not valid JSON");
+  }
+  if (!file.is_object()) {
+    return Status::BadRequest("config: must be a JSON object");
+  }
+  Config config;
+  for (const auto& [key, value] : file.items()) {
+    bool known = key == "policies" || key == "prices";
+    for (const Setting& s : Settings()) known = known || key == s.name;
+    if (!known) return Status::BadRequest(key + ": unknown setting");
+  }
+  for (const Setting& s : Settings()) {
+    if (Status st = s.read(file, &config); !st.ok()) return st;
+  }
+  if (Status s = ReadPolicies(file, &config); !s.ok()) return s;
+  if (Status s = ReadPrices(file, &config); !s.ok()) return s;
+  return config;
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Status::BadRequest("config: cannot read " + path);
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto config = ParseConfig(ss.str());
+  if (!config.ok()) {
+    return Status(config.status().code(),
+                  path + ": " + config.status().message());
+  }
+  return config;
+}
+
+std::vector<std::string> FixedSettingsChanged(const Config& a,
+                                              const Config& b) {
+  std::vector<std::string> changed;
+  for (const Setting& s : Settings()) {
+    if (!s.reloadable && !s.same(a, b)) changed.push_back(s.name);
+  }
+  return changed;
+}
+
+std::string ConfigHelp() {
+  std::string out;
+  for (const Setting& s : Settings()) {
+    out += s.name;
+    out += "  (";
+    out += s.type;
+    out += ", default ";
+    out += s.default_text;
+    out += s.reloadable ? ", reloadable)\n    " : ", restart to change)\n    ";
+    out += s.doc;
+    out += "\n";
+  }
+  out +=
+      "policies  (object SCOPE -> {limits, breaker}, reloadable)\n"
+      "prices    (object MODEL -> {input_usd_per_mtok, output_usd_per_mtok}, "
+      "reloadable)\n";
+  return out;
+}
+
+}  // namespace brake

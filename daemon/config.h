@@ -1,0 +1,48 @@
+// Config: braked's settings, declared once in a table.
+//
+// Each setting has a name, type, bounds, unit, default, whether SIGHUP may
+// change it, and a line of documentation. The same table parses and
+// validates the config file and prints `braked --help-config`. The file also
+// carries `policies` and `prices`, which are validated here and applied by the
+// daemon. Loop thread only (parsing itself is stateless).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "budget/engine.h"
+#include "budget/pricing.h"
+#include "common/status.h"
+
+namespace brake {
+
+enum class Durability { kStrict, kBatched };
+
+struct Config {
+  std::vector<int64_t> admin_uids;
+  int64_t socket_mode = 0660;
+  Durability durability = Durability::kStrict;
+  int64_t flush_interval_ms = 10;
+  int64_t lease_ttl_ms = 600'000;
+  int64_t max_line_bytes = 65'536;
+  int64_t max_connections = 4096;
+  int64_t max_output_bytes = 16 << 20;
+  bool fail_open = false;  // on_storage_error: "open"
+  std::string metrics_listen;
+  std::map<std::string, Policy> policies;
+  std::map<std::string, Price> prices;
+};
+
+// Parses a config file's text. Errors name the setting ("lease_ttl_ms: must
+// be an integer between 1000 and 604800000").
+Result<Config> ParseConfig(const std::string& text);
+// Reads and parses FILE.
+Result<Config> LoadConfigFile(const std::string& path);
+// Settings that differ between `a` and `b` but may not change on reload.
+std::vector<std::string> FixedSettingsChanged(const Config& a, const Config& b);
+// The settings table as text, for --help-config.
+std::string ConfigHelp();
+
+}  // namespace brake

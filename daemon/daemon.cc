@@ -1,0 +1,309 @@
+#include "daemon/daemon.h"
+
+#include <sys/random.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <utility>
+
+#include "daemon/log.h"
+#include "daemon/policy_codec.h"
+
+namespace brake {
+namespace {
+
+constexpr uint64_t kHousekeepingMs = 100;
+
+// Lease ids carry a random prefix per run, so ids of leases restored from an
+// earlier run never collide with new ones.
+std::string RandomPrefix() {
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof(r), 0) != sizeof(r)) {
+    r = static_cast<uint64_t>(uv_hrtime());
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%012" PRIx64 "-", static_cast<uint64_t>(r & 0xffffffffffffULL));
+  return buf;
+}
+
+template <typename T>
+T* Self(void* data) {
+  return static_cast<T*>(data);
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
+  uv_loop_init(&loop_);
+}
+
+Daemon::~Daemon() {
+  // Run() closed everything; a Daemon that never ran owns no open handles
+  // besides the loop, whose close may fail harmlessly.
+  uv_loop_close(&loop_);
+}
+
+Status Daemon::Start() {
+  if (!options_.config_path.empty()) {
+    auto config = LoadConfigFile(options_.config_path);
+    if (!config.ok()) return config.status();
+    config_ = std::move(*config);
+  }
+  engine_ = std::make_unique<Engine>(RandomPrefix(),
+                                     config_.lease_ttl_ms * 1000);
+  dispatcher_ = std::make_unique<Dispatcher>(engine_.get(), &config_, &stats_);
+
+  auto store = Store::Open(options_.db_path);
+  if (!store.ok()) return store.status();
+  auto snapshot = (*store)->Load();
+  if (!snapshot.ok()) return snapshot.status();
+  if (Status s = Restore(*snapshot); !s.ok()) return s;
+  ApplyConfig(config_, nullptr);
+  Log(LogLevel::kInfo,
+      "database %s: %zu policies, %zu tasks, %zu open leases restored",
+      options_.db_path.c_str(), snapshot->policies.size(),
+      snapshot->tasks.size(), snapshot->leases.size());
+
+  worker_ = std::make_unique<StorageWorker>(
+      &loop_, std::move(*store),
+      [this](const StorageWorker::Done& d) { OnStorageDone(d); });
+  server_ = std::make_unique<Server>(&loop_, dispatcher_.get(), &config_,
+                                     &stats_, this);
+  if (Status s = server_->Listen(options_.socket_path,
+                                 static_cast<int>(config_.socket_mode));
+      !s.ok()) {
+    worker_->Stop(nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    worker_.reset();
+    return s;
+  }
+
+  uv_signal_init(&loop_, &sigterm_);
+  uv_signal_init(&loop_, &sigint_);
+  uv_signal_init(&loop_, &sighup_);
+  uv_timer_init(&loop_, &housekeeping_);
+  uv_timer_init(&loop_, &flush_);
+  uv_check_init(&loop_, &check_);
+  for (uv_handle_t* h :
+       {reinterpret_cast<uv_handle_t*>(&sigterm_),
+        reinterpret_cast<uv_handle_t*>(&sigint_),
+        reinterpret_cast<uv_handle_t*>(&sighup_),
+        reinterpret_cast<uv_handle_t*>(&housekeeping_),
+        reinterpret_cast<uv_handle_t*>(&flush_),
+        reinterpret_cast<uv_handle_t*>(&check_)}) {
+    h->data = this;
+  }
+  handles_open_ = true;
+  uv_signal_start(&sigterm_, [](uv_signal_t* h, int) {
+    Self<Daemon>(h->data)->BeginShutdown("SIGTERM");
+  }, SIGTERM);
+  uv_signal_start(&sigint_, [](uv_signal_t* h, int) {
+    Self<Daemon>(h->data)->BeginShutdown("SIGINT");
+  }, SIGINT);
+  uv_signal_start(&sighup_, [](uv_signal_t* h, int) {
+    Self<Daemon>(h->data)->Reload();
+  }, SIGHUP);
+  uv_timer_start(&housekeeping_, [](uv_timer_t* h) {
+    Self<Daemon>(h->data)->Housekeeping();
+  }, kHousekeepingMs, kHousekeepingMs);
+  if (config_.durability == Durability::kBatched) {
+    uint64_t every = static_cast<uint64_t>(config_.flush_interval_ms);
+    uv_timer_start(&flush_, [](uv_timer_t* h) {
+      Self<Daemon>(h->data)->Seal();
+    }, every, every);
+  } else {
+    uv_check_start(&check_, [](uv_check_t* h) {
+      Self<Daemon>(h->data)->Seal();
+    });
+  }
+  Seal();  // persist what the config file changed
+  Log(LogLevel::kInfo, "braked %s listening on %s (durability %s)",
+      BRAKE_VERSION, options_.socket_path.c_str(),
+      config_.durability == Durability::kStrict ? "strict" : "batched");
+  return Status::Ok();
+}
+
+Status Daemon::Restore(const Snapshot& snapshot) {
+  for (const PolicyRow& row : snapshot.policies) {
+    auto policy = ParsePolicyText(row.json);
+    if (!policy.ok()) {
+      return Status::Unavailable("storage: stored policy of " + row.scope +
+                                 " is invalid: " + policy.status().message());
+    }
+    engine_->SetPolicy(row.scope, std::move(*policy));
+  }
+  for (const PriceRow& row : snapshot.prices) {
+    engine_->SetPrice(row.model,
+                      Price{row.input_nano_per_mtok, row.output_nano_per_mtok});
+  }
+  int64_t now = clock_.NowUs();
+  for (const TaskRow& row : snapshot.tasks) engine_->RestoreTask(row);
+  for (const LimiterRow& row : snapshot.limiters) {
+    engine_->RestoreLimiter(row, now);
+  }
+  for (const SpendRow& row : snapshot.spend) engine_->RestoreSpend(row);
+  for (const LeaseRow& row : snapshot.leases) {
+    auto lease = DecodeLease(row.json);
+    if (!lease.ok()) return lease.status();
+    engine_->RestoreLease(std::move(*lease), now);
+  }
+  return Status::Ok();
+}
+
+// The config file declares policies and prices; it wins over what was set at
+// run time for the same scope or model. A scope dropped from the file on
+// reload loses its policy.
+void Daemon::ApplyConfig(const Config& config, const Config* previous) {
+  if (previous != nullptr) {
+    for (const auto& [scope, policy] : previous->policies) {
+      if (!config.policies.count(scope)) engine_->DeletePolicy(scope);
+    }
+  }
+  for (const auto& [scope, policy] : config.policies) {
+    const Policy* current = engine_->GetPolicy(scope);
+    if (current == nullptr || current->json != policy.json) {
+      engine_->SetPolicy(scope, policy);
+    }
+  }
+  for (const auto& [model, price] : config.prices) {
+    const Price* current = engine_->GetPrice(model);
+    if (current == nullptr ||
+        current->input_nano_per_mtok != price.input_nano_per_mtok ||
+        current->output_nano_per_mtok != price.output_nano_per_mtok) {
+      engine_->SetPrice(model, price);
+    }
+  }
+  engine_->set_lease_ttl_us(config.lease_ttl_ms * 1000);
+}
+
+uint64_t Daemon::SeqForReply() {
+  if (config_.durability == Durability::kBatched) return 0;
+  // A reply waits for every change made before it, its own included.
+  return engine_->dirty() ? open_seq_ : sealed_seq_;
+}
+
+void Daemon::Seal() {
+  if (!engine_->dirty()) return;
+  Batch batch;
+  batch.seq = open_seq_;
+  engine_->Drain(&batch, EncodeLease);
+  sealed_seq_ = open_seq_++;
+  worker_->Submit(std::move(batch));
+}
+
+void Daemon::OnStorageDone(const StorageWorker::Done& done) {
+  if (done.status.ok()) {
+    ++stats_.storage_batches;
+    stats_.storage_commit_us_total += done.commit_us;
+    if (!dispatcher_->storage_ok()) {
+      Log(LogLevel::kInfo, "storage recovered; acquires are served again");
+    }
+    dispatcher_->set_storage_ok(true);
+    server_->Release(done.seq);
+  } else {
+    ++stats_.storage_failures;
+    if (dispatcher_->storage_ok()) {
+      Log(LogLevel::kError, "%s; %s", done.status.message().c_str(),
+          config_.fail_open ? "acquires are let through (on_storage_error "
+                              "open)"
+                            : "acquires fail closed until it recovers");
+    }
+    dispatcher_->set_storage_ok(false);
+    server_->Fail(done.seq, done.status.message());
+  }
+  if (stopping_ && !worker_->busy()) FinishShutdown();
+}
+
+void Daemon::Housekeeping() {
+  int expired = engine_->ExpireLeases(clock_.NowUs());
+  if (expired > 0) {
+    Log(LogLevel::kInfo, "%d lease(s) expired and were settled at their "
+        "estimate", expired);
+  }
+  // A failed batch waits inside the worker; an empty batch retries it.
+  if (!dispatcher_->storage_ok() && !worker_->busy()) {
+    Batch retry;
+    retry.seq = open_seq_;
+    sealed_seq_ = open_seq_++;
+    worker_->Submit(std::move(retry));
+  }
+}
+
+void Daemon::Reload() {
+  if (options_.config_path.empty()) {
+    Log(LogLevel::kInfo, "SIGHUP: no config file to reload");
+    return;
+  }
+  auto config = LoadConfigFile(options_.config_path);
+  if (!config.ok()) {
+    Log(LogLevel::kError, "SIGHUP: keeping the current config: %s",
+        config.status().message().c_str());
+    return;
+  }
+  for (const std::string& name : FixedSettingsChanged(config_, *config)) {
+    Log(LogLevel::kWarn, "SIGHUP: %s changes only on restart; ignored",
+        name.c_str());
+  }
+  Config next = std::move(*config);
+  // Settings that need a restart keep their running values.
+  next.socket_mode = config_.socket_mode;
+  next.durability = config_.durability;
+  next.flush_interval_ms = config_.flush_interval_ms;
+  next.metrics_listen = config_.metrics_listen;
+  Config previous = std::move(config_);
+  config_ = std::move(next);
+  ApplyConfig(config_, &previous);
+  Log(LogLevel::kInfo, "SIGHUP: reloaded %s (%zu policies, %zu prices)",
+      options_.config_path.c_str(), config_.policies.size(),
+      config_.prices.size());
+}
+
+void Daemon::BeginShutdown(const char* why) {
+  if (stopping_) return;
+  stopping_ = true;
+  Log(LogLevel::kInfo, "%s: stopping; flushing state", why);
+  uv_timer_stop(&housekeeping_);
+  server_->StopAccepting();
+  Seal();
+  if (!worker_->busy()) FinishShutdown();
+}
+
+void Daemon::FinishShutdown() {
+  if (finishing_) return;
+  finishing_ = true;
+  if (!dispatcher_->storage_ok()) {
+    Log(LogLevel::kError, "stopping with storage failing: the last changes "
+        "were not saved");
+    exit_code_ = 1;
+  }
+  server_->Close([this] {
+    worker_->Stop([this] {
+      for (uv_handle_t* h :
+           {reinterpret_cast<uv_handle_t*>(&sigterm_),
+            reinterpret_cast<uv_handle_t*>(&sigint_),
+            reinterpret_cast<uv_handle_t*>(&sighup_),
+            reinterpret_cast<uv_handle_t*>(&housekeeping_),
+            reinterpret_cast<uv_handle_t*>(&flush_),
+            reinterpret_cast<uv_handle_t*>(&check_)}) {
+        uv_close(h, nullptr);
+      }
+      handles_open_ = false;
+    });
+  });
+}
+
+int Daemon::Run() {
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  server_.reset();
+  worker_.reset();
+  int rc = uv_loop_close(&loop_);
+  if (rc != 0) {
+    Log(LogLevel::kError, "uv_loop_close: %s", uv_strerror(rc));
+    return 1;
+  }
+  uv_loop_init(&loop_);  // so the destructor's close is harmless
+  Log(LogLevel::kInfo, "stopped cleanly");
+  return exit_code_;
+}
+
+}  // namespace brake

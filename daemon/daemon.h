@@ -1,0 +1,83 @@
+// Daemon: braked itself. Wires the engine, the store, the socket and the
+// timers onto one libuv loop.
+//
+// Start() opens the database (refusing a damaged or too new one), restores
+// every persisted budget, applies the config file, and listens. Run() serves
+// until SIGTERM or SIGINT, then stops accepting, commits what is pending,
+// answers what is held, closes every handle and returns 0 once
+// uv_loop_close() succeeds. SIGHUP reloads the config file (an invalid file
+// is logged and ignored). Storage batches are sealed once per loop turn
+// (strict) or every flush_interval_ms (batched). Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <uv.h>
+
+#include "budget/engine.h"
+#include "common/status.h"
+#include "daemon/clock.h"
+#include "daemon/config.h"
+#include "daemon/dispatcher.h"
+#include "daemon/server.h"
+#include "daemon/storage_worker.h"
+
+namespace brake {
+
+struct DaemonOptions {
+  std::string socket_path;  // required
+  std::string db_path;      // required
+  std::string config_path;  // "" for the embedded defaults
+};
+
+class Daemon : public Server::Gate {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon() override;
+
+  // Errors: kUnavailable (database, socket), kBadRequest/kBadJson (config).
+  Status Start();
+  // Serves until a stop signal; returns the process exit code.
+  int Run();
+
+  uint64_t SeqForReply() override;
+  int64_t NowUs() override { return clock_.NowUs(); }
+
+ private:
+  Status Restore(const Snapshot& snapshot);
+  void ApplyConfig(const Config& config, const Config* previous);
+  void Seal();
+  void OnStorageDone(const StorageWorker::Done& done);
+  void BeginShutdown(const char* why);
+  void FinishShutdown();
+  void Reload();
+  void Housekeeping();
+
+  DaemonOptions options_;
+  uv_loop_t loop_;
+  Clock clock_;
+  Config config_;
+  std::unique_ptr<Engine> engine_;
+  ServerStats stats_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<StorageWorker> worker_;
+  std::unique_ptr<Server> server_;
+
+  uv_signal_t sigterm_;
+  uv_signal_t sigint_;
+  uv_signal_t sighup_;
+  uv_timer_t housekeeping_;
+  uv_timer_t flush_;
+  uv_check_t check_;
+  bool handles_open_ = false;
+
+  uint64_t open_seq_ = 1;     // the batch being gathered
+  uint64_t sealed_seq_ = 0;   // the last batch handed to storage
+  bool stopping_ = false;
+  bool finishing_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace brake

@@ -1,0 +1,152 @@
+#include "daemon/dispatcher.h"
+
+#include "daemon/json_fields.h"
+#include "daemon/ops.h"
+
+namespace brake {
+namespace {
+
+// Deeper nesting than any valid request needs; rejected while parsing, so a
+// hostile line can never make the parser or dump() recurse deeply.
+constexpr int kMaxDepth = 32;
+
+void AppendLine(const json& reply, std::string* out) {
+  out->append(reply.dump(-1, ' ', false, json::error_handler_t::replace));
+  out->push_back('\n');
+}
+
+json ErrorReply(const json* id, ErrorCode code, const std::string& message) {
+  json reply = json::object();
+  if (id != nullptr) reply["id"] = *id;
+  reply["ok"] = false;
+  reply["error"] = {{"code", ErrorCodeName(code)}, {"message", message}};
+  return reply;
+}
+
+// A linear pre-scan (cheaper than a parser callback): brackets outside
+// strings deeper than kMaxDepth.
+bool NestedTooDeep(std::string_view line) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Engine* engine, const Config* config,
+                       const ServerStats* stats)
+    : engine_(engine), config_(config), stats_(stats) {}
+
+std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
+  std::string out;
+  AppendLine(ErrorReply(nullptr, code, message), &out);
+  return out;
+}
+
+void Dispatcher::Handle(const Peer& peer, std::string_view line,
+                        int64_t now_us, std::string* out) {
+  ++requests_total_;
+  if (NestedTooDeep(line)) {
+    ++errors_total_;
+    AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,
+                          "request: nested deeper than " +
+                              std::to_string(kMaxDepth) + " levels"),
+               out);
+    return;
+  }
+  json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) {
+    ++errors_total_;
+    AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,
+                          "request: not a valid JSON line"),
+               out);
+    return;
+  }
+  if (!request.is_object()) {
+    ++errors_total_;
+    AppendLine(ErrorReply(nullptr, ErrorCode::kBadRequest,
+                          "request: must be a JSON object"),
+               out);
+    return;
+  }
+  const json* id = nullptr;
+  if (auto it = request.find("id"); it != request.end()) {
+    if (!it->is_string() && !it->is_number_integer()) {
+      ++errors_total_;
+      AppendLine(ErrorReply(nullptr, ErrorCode::kBadRequest,
+                            "id: must be a string or an integer"),
+                 out);
+      return;
+    }
+    id = &*it;
+  }
+  auto op_it = request.find("op");
+  if (op_it == request.end() || !op_it->is_string()) {
+    ++errors_total_;
+    AppendLine(ErrorReply(id, ErrorCode::kBadRequest,
+                          op_it == request.end() ? "op: is required"
+                                                 : "op: must be a string"),
+               out);
+    return;
+  }
+  const Op* op = FindOp(op_it->get_ref<const std::string&>());
+  if (op == nullptr) {
+    ++errors_total_;
+    AppendLine(ErrorReply(id, ErrorCode::kUnknownOp,
+                          "op: unknown op " + op_it->get<std::string>()),
+               out);
+    return;
+  }
+  json reply = json::object();
+  Status status = Run(*op, peer, request, now_us, &reply);
+  if (!status.ok()) {
+    ++errors_total_;
+    AppendLine(ErrorReply(id, status.code(), status.message()), out);
+    return;
+  }
+  if (id != nullptr) reply["id"] = *id;
+  reply["ok"] = true;
+  AppendLine(reply, out);
+}
+
+Status Dispatcher::Run(const Op& op, const Peer& peer, const json& request,
+                       int64_t now_us, json* reply) {
+  if (op.admin && !peer.admin) {
+    return Status(ErrorCode::kForbidden,
+                  std::string("op: ") + op.name + " is for admins only (uid " +
+                      std::to_string(peer.uid) + " is not in admin_uids)");
+  }
+  if (Status s = ValidateFields(op, request); !s.ok()) return s;
+  OpContext ctx{this, engine_, peer, request, now_us, reply};
+  return op.handler(ctx);
+}
+
+std::string Dispatcher::OpsHelp() {
+  std::string out;
+  for (const Op& op : AllOps()) {
+    out += op.name;
+    out += op.admin ? " (admin)" : "";
+    out += ": ";
+    out += op.help;
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace brake

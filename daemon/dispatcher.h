@@ -1,0 +1,79 @@
+// Dispatcher: one request line in, one response line out.
+//
+// Ops are declared once, in a table (see ops.cc): name, fields with their
+// types and bounds, admin or not, handler. The dispatcher parses the line
+// once, validates the fields centrally against the table, checks the peer's
+// rights, and only then runs the handler, so handlers see well-formed input
+// and a bad request never changes state. No IO and no clock: the server
+// passes `now_us` (sampled once per request) and the peer's identity. Loop
+// thread only. Owns the counters that `metrics` reports.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "budget/engine.h"
+#include "common/status.h"
+#include "daemon/config.h"
+
+namespace brake {
+
+struct Peer {
+  uint32_t uid = 0;
+  bool admin = false;
+};
+
+// What the server tells the dispatcher about itself, for metrics.
+struct ServerStats {
+  int64_t connections = 0;
+  int64_t connections_total = 0;
+  int64_t storage_batches = 0;
+  int64_t storage_failures = 0;
+  int64_t storage_commit_us_total = 0;
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(Engine* engine, const Config* config, const ServerStats* stats);
+
+  // Handles one request line (without its '\n') and appends exactly one
+  // response line, '\n' included, to `out`.
+  void Handle(const Peer& peer, std::string_view line, int64_t now_us,
+              std::string* out);
+  // The error line for a request that never reached Handle (line_too_long,
+  // too_many_connections), '\n' included.
+  static std::string ErrorLine(ErrorCode code, const std::string& message);
+
+  // While false and the config fails closed, acquires answer unavailable.
+  void set_storage_ok(bool ok) { storage_ok_ = ok; }
+  bool storage_ok() const { return storage_ok_; }
+
+  // `brakectl help`-style listing of the ops table.
+  static std::string OpsHelp();
+
+  struct Op;  // one row of the ops table (ops.cc)
+
+ private:
+  friend struct OpHandlers;
+  Status Run(const Op& op, const Peer& peer, const nlohmann::json& request,
+             int64_t now_us, nlohmann::json* reply);
+
+  Engine* engine_;
+  const Config* config_;
+  const ServerStats* stats_;
+  bool storage_ok_ = true;
+  // counters for metrics
+  int64_t requests_total_ = 0;
+  int64_t errors_total_ = 0;
+  int64_t acquires_granted_ = 0;
+  std::array<int64_t, 8> acquires_denied_{};  // by Reason
+  int64_t commits_ = 0;
+  int64_t cancels_ = 0;
+  int64_t fail_open_grants_ = 0;
+};
+
+}  // namespace brake

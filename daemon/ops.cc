@@ -1,0 +1,454 @@
+#include "daemon/ops.h"
+
+#include <cmath>
+
+#include "daemon/json_fields.h"
+#include "daemon/policy_codec.h"
+
+namespace brake {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxTokens = 1'000'000'000'000;  // 1e12 per call
+constexpr int64_t kMaxRequests = 1'000'000;
+constexpr int64_t kMaxWaitMs = 3'600'000;
+constexpr int64_t kMaxLatencyMs = 86'400'000;
+constexpr size_t kMaxStringBytes = 256;
+
+json OptionalMs(int64_t us) {
+  if (us == kNever) return nullptr;
+  return (us + 999) / 1000;  // round up: waiting that long is enough
+}
+
+json TotalsJson(const Totals& t) {
+  return {{"requests", t.requests},
+          {"tokens", t.tokens},
+          {"usd", NanoToUsd(t.usd_nano)}};
+}
+
+json Amount(Resource r, int64_t v) {
+  if (r == Resource::kUsd) return NanoToUsd(v);
+  return v;
+}
+
+std::string Str(const json& req, const char* key) {
+  auto it = req.find(key);
+  return it == req.end() || it->is_null() ? "" : it->get<std::string>();
+}
+
+int64_t Int(const json& req, const char* key, int64_t fallback) {
+  auto it = req.find(key);
+  return it == req.end() || it->is_null() ? fallback : it->get<int64_t>();
+}
+
+std::optional<int64_t> OptInt(const json& req, const char* key) {
+  auto it = req.find(key);
+  if (it == req.end() || it->is_null()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+// Handlers reach the dispatcher's counters through this friend.
+struct OpHandlers {
+  static Status Ping(OpContext& ctx) {
+    (*ctx.reply)["version"] = BRAKE_VERSION;
+    return Status::Ok();
+  }
+
+  static Status Acquire(OpContext& ctx) {
+    Dispatcher& d = *ctx.dispatcher;
+    const bool storage_down = !d.storage_ok_;
+    if (storage_down && !d.config_->fail_open) {
+      return Status::Unavailable(
+          "storage: the database cannot be written; acquires fail closed "
+          "until it recovers");
+    }
+    const json& req = ctx.request;
+    AcquireRequest a;
+    a.user = Str(req, "user");
+    a.task = Str(req, "task");
+    a.resource = Str(req, "resource");
+    a.model = Str(req, "model");
+    a.parent = Str(req, "parent");
+    a.fingerprint = Str(req, "fingerprint");
+    a.tokens = Int(req, "tokens", 0);
+    a.requests = Int(req, "requests", 1);
+    auto outcome = ctx.engine->Acquire(a, ctx.now_us);
+    if (!outcome.ok()) return outcome.status();
+    json& reply = *ctx.reply;
+    reply["granted"] = outcome->granted;
+    if (outcome->granted) {
+      ++d.acquires_granted_;
+      if (storage_down) ++d.fail_open_grants_;
+      reply["lease"] = outcome->lease;
+      reply["waited_ms"] = 0;
+      json remaining = json::object();
+      const Remaining& r = outcome->remaining;
+      if (r.requests) remaining["requests"] = *r.requests;
+      if (r.tokens) remaining["tokens"] = *r.tokens;
+      if (r.usd_nano) remaining["usd"] = NanoToUsd(*r.usd_nano);
+      if (!remaining.empty()) reply["remaining"] = std::move(remaining);
+    } else {
+      const Denial& den = outcome->denial;
+      ++d.acquires_denied_[static_cast<size_t>(den.reason)];
+      reply["reason"] = ReasonName(den.reason);
+      reply["scope"] = den.scope;
+      reply["limit"] = den.limit;
+      reply["retry_after_ms"] = OptionalMs(den.retry_after_us);
+    }
+    if (!outcome->shadow.empty()) reply["shadow"] = outcome->shadow;
+    return Status::Ok();
+  }
+
+  static Status Commit(OpContext& ctx) {
+    const json& req = ctx.request;
+    CommitRequest c;
+    c.lease = Str(req, "lease");
+    c.tokens = OptInt(req, "tokens");
+    c.input_tokens = OptInt(req, "input_tokens");
+    c.output_tokens = OptInt(req, "output_tokens");
+    c.latency_ms = Int(req, "latency_ms", -1);
+    c.outcome = req.contains("outcome") ? Str(req, "outcome") : "ok";
+    auto s = ctx.engine->Commit(c, ctx.now_us);
+    if (!s.ok()) return s.status();
+    ++ctx.dispatcher->commits_;
+    json& reply = *ctx.reply;
+    reply["charged_tokens"] = s->charged_tokens;
+    reply["charged_usd"] = NanoToUsd(s->charged_usd_nano);
+    if (s->duplicate) reply["duplicate"] = true;
+    return Status::Ok();
+  }
+
+  static Status Cancel(OpContext& ctx) {
+    auto dup = ctx.engine->Cancel(Str(ctx.request, "lease"), ctx.now_us);
+    if (!dup.ok()) return dup.status();
+    ++ctx.dispatcher->cancels_;
+    if (*dup) (*ctx.reply)["duplicate"] = true;
+    return Status::Ok();
+  }
+
+  static Status StatusOp(OpContext& ctx) {
+    const json& req = ctx.request;
+    std::string scope;
+    int given = 0;
+    for (const char* kind : {"user", "task", "resource"}) {
+      if (req.contains(kind) && !req[kind].is_null()) {
+        ++given;
+        scope = std::string(kind) + ":" + req[kind].get<std::string>();
+      }
+    }
+    if (given != 1) {
+      return Status::BadRequest(
+          "user: exactly one of user, task or resource is required");
+    }
+    StatusReport report = ctx.engine->Report(scope, ctx.now_us);
+    json limits = json::array();
+    for (const LimitStatus& l : report.limits) {
+      json entry = {{"scope", l.scope},
+                    {"name", l.spec.name},
+                    {"resource", ResourceName(l.spec.resource)},
+                    {"algorithm", AlgorithmName(l.spec.algorithm)},
+                    {"limit", Amount(l.spec.resource, l.usage.limit)},
+                    {"used", Amount(l.spec.resource, l.usage.used)},
+                    {"remaining", Amount(l.spec.resource, l.usage.remaining)},
+                    {"resets_in_ms", OptionalMs(l.usage.resets_in_us)}};
+      if (l.spec.shadow) entry["shadow"] = true;
+      limits.push_back(std::move(entry));
+    }
+    json& reply = *ctx.reply;
+    reply["scope"] = report.scope;
+    reply["limits"] = std::move(limits);
+    reply["spend"] = TotalsJson(report.spend);
+    reply["reserved"] = TotalsJson(report.reserved);
+    reply["breakers"] = json::array();
+    return Status::Ok();
+  }
+
+  static Status PolicySet(OpContext& ctx) {
+    const json& req = ctx.request;
+    std::string scope = Str(req, "scope");
+    json body = json::object();
+    if (req.contains("limits")) body["limits"] = req["limits"];
+    if (req.contains("breaker")) body["breaker"] = req["breaker"];
+    auto policy = ParsePolicy(body, "");
+    if (!policy.ok()) return policy.status();
+    json canonical = json::parse(policy->json);
+    ctx.engine->SetPolicy(scope, std::move(*policy));
+    (*ctx.reply)["scope"] = scope;
+    (*ctx.reply)["policy"] = std::move(canonical);
+    return Status::Ok();
+  }
+
+  static Status PolicyGet(OpContext& ctx) {
+    std::string scope = Str(ctx.request, "scope");
+    const Policy* p = ctx.engine->GetPolicy(scope);
+    (*ctx.reply)["scope"] = scope;
+    (*ctx.reply)["policy"] = p ? json::parse(p->json) : json(nullptr);
+    return Status::Ok();
+  }
+
+  static Status PolicyList(OpContext& ctx) {
+    json list = json::array();
+    for (const auto& [scope, policy] : ctx.engine->policies()) {
+      json entry = json::parse(policy.json);
+      entry["scope"] = scope;
+      list.push_back(std::move(entry));
+    }
+    (*ctx.reply)["policies"] = std::move(list);
+    return Status::Ok();
+  }
+
+  static Status PolicyDelete(OpContext& ctx) {
+    (*ctx.reply)["deleted"] =
+        ctx.engine->DeletePolicy(Str(ctx.request, "scope"));
+    return Status::Ok();
+  }
+
+  static Status Reset(OpContext& ctx) {
+    std::string scope = Str(ctx.request, "scope");
+    ctx.engine->Reset(scope, ctx.now_us);
+    (*ctx.reply)["scope"] = scope;
+    return Status::Ok();
+  }
+
+  static Status PricesSet(OpContext& ctx) {
+    const json& req = ctx.request;
+    Price p{UsdToNano(req["input_usd_per_mtok"].get<double>()),
+            UsdToNano(req["output_usd_per_mtok"].get<double>())};
+    ctx.engine->SetPrice(Str(req, "model"), p);
+    return Status::Ok();
+  }
+
+  static Status Metrics(OpContext& ctx) {
+    Dispatcher& d = *ctx.dispatcher;
+    const ServerStats& s = *d.stats_;
+    std::string t;
+    auto counter = [&t](const char* name, const char* help, const char* type) {
+      t += "# HELP ";
+      t += name;
+      t += " ";
+      t += help;
+      t += "\n# TYPE ";
+      t += name;
+      t += " ";
+      t += type;
+      t += "\n";
+    };
+    auto sample = [&t](const std::string& name, int64_t v) {
+      t += name + " " + std::to_string(v) + "\n";
+    };
+    counter("brake_requests_total", "Request lines handled.", "counter");
+    sample("brake_requests_total", d.requests_total_);
+    counter("brake_errors_total", "Requests answered with an error.",
+            "counter");
+    sample("brake_errors_total", d.errors_total_);
+    counter("brake_acquires_total", "Acquire decisions by result and reason.",
+            "counter");
+    sample("brake_acquires_total{result=\"granted\"}", d.acquires_granted_);
+    for (size_t i = 0; i < d.acquires_denied_.size(); ++i) {
+      sample("brake_acquires_total{result=\"denied\",reason=\"" +
+                 std::string(ReasonName(static_cast<Reason>(i))) + "\"}",
+             d.acquires_denied_[i]);
+    }
+    counter("brake_fail_open_grants_total",
+            "Acquires let through while storage failed (on_storage_error "
+            "open).",
+            "counter");
+    sample("brake_fail_open_grants_total", d.fail_open_grants_);
+    counter("brake_commits_total", "Leases committed.", "counter");
+    sample("brake_commits_total", d.commits_);
+    counter("brake_cancels_total", "Leases cancelled.", "counter");
+    sample("brake_cancels_total", d.cancels_);
+    counter("brake_leases_open", "Leases granted and not yet settled.",
+            "gauge");
+    sample("brake_leases_open",
+           static_cast<int64_t>(ctx.engine->open_leases()));
+    counter("brake_tasks", "Tasks known.", "gauge");
+    sample("brake_tasks", static_cast<int64_t>(ctx.engine->task_count()));
+    counter("brake_connections", "Open client connections.", "gauge");
+    sample("brake_connections", s.connections);
+    counter("brake_connections_total", "Connections accepted.", "counter");
+    sample("brake_connections_total", s.connections_total);
+    counter("brake_storage_batches_total", "Storage transactions committed.",
+            "counter");
+    sample("brake_storage_batches_total", s.storage_batches);
+    counter("brake_storage_failures_total", "Storage transactions failed.",
+            "counter");
+    sample("brake_storage_failures_total", s.storage_failures);
+    counter("brake_storage_commit_seconds_total",
+            "Time spent committing storage transactions.", "counter");
+    t += "brake_storage_commit_seconds_total " +
+         std::to_string(static_cast<double>(s.storage_commit_us_total) / 1e6) +
+         "\n";
+    counter("brake_storage_ok", "1 while storage writes succeed.", "gauge");
+    sample("brake_storage_ok", d.storage_ok_ ? 1 : 0);
+    (*ctx.reply)["text"] = std::move(t);
+    return Status::Ok();
+  }
+};
+
+namespace {
+
+const FieldSpec kScopeField{"scope", FieldKind::kScope, true};
+
+const std::vector<Dispatcher::Op> kOps = {
+    {"ping", false, "liveness and version", {}, &OpHandlers::Ping},
+    {"acquire",
+     false,
+     "may this call go ahead? reserves its budget and answers a lease",
+     {{"user", FieldKind::kName, true},
+      {"task", FieldKind::kName, true},
+      {"tokens", FieldKind::kInt, false, 0, kMaxTokens},
+      {"requests", FieldKind::kInt, false, 0, kMaxRequests},
+      {"model", FieldKind::kName},
+      {"resource", FieldKind::kName},
+      {"fingerprint", FieldKind::kName},
+      {"parent", FieldKind::kName},
+      {"wait_ms", FieldKind::kInt, false, 0, kMaxWaitMs}},
+     &OpHandlers::Acquire},
+    {"commit",
+     false,
+     "settles a lease with the real usage",
+     {{"lease", FieldKind::kString, true},
+      {"tokens", FieldKind::kInt, false, 0, kMaxTokens},
+      {"input_tokens", FieldKind::kInt, false, 0, kMaxTokens},
+      {"output_tokens", FieldKind::kInt, false, 0, kMaxTokens},
+      {"latency_ms", FieldKind::kInt, false, 0, kMaxLatencyMs},
+      {"outcome", FieldKind::kEnum, false, 0, 0,
+       "ok|error|timeout|throttled"},
+      {"retry_after_ms", FieldKind::kInt, false, 0, kMaxLatencyMs}},
+     &OpHandlers::Commit},
+    {"cancel",
+     false,
+     "releases a lease as if the call never happened",
+     {{"lease", FieldKind::kString, true}},
+     &OpHandlers::Cancel},
+    {"status",
+     false,
+     "limits, spend and reservations of one user, task or resource",
+     {{"user", FieldKind::kName},
+      {"task", FieldKind::kName},
+      {"resource", FieldKind::kName}},
+     &OpHandlers::StatusOp},
+    {"policy.set",
+     true,
+     "sets the limits (and breaker) of a scope",
+     {kScopeField,
+      {"limits", FieldKind::kArray},
+      {"breaker", FieldKind::kObject}},
+     &OpHandlers::PolicySet},
+    {"policy.get", true, "the policy of a scope", {kScopeField},
+     &OpHandlers::PolicyGet},
+    {"policy.list", true, "every policy", {}, &OpHandlers::PolicyList},
+    {"policy.delete", true, "removes the policy of a scope", {kScopeField},
+     &OpHandlers::PolicyDelete},
+    {"reset", true, "clears the counters and spend of a scope", {kScopeField},
+     &OpHandlers::Reset},
+    {"prices.set",
+     true,
+     "sets a model's prices in usd per million tokens",
+     {{"model", FieldKind::kName, true},
+      {"input_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000},
+      {"output_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000}},
+     &OpHandlers::PricesSet},
+    {"metrics", false, "Prometheus text exposition", {},
+     &OpHandlers::Metrics},
+};
+
+}  // namespace
+
+const std::vector<Dispatcher::Op>& AllOps() { return kOps; }
+
+const Dispatcher::Op* FindOp(std::string_view name) {
+  for (const Dispatcher::Op& op : kOps)
+    if (name == op.name) return &op;
+  return nullptr;
+}
+
+Status ValidateFields(const Dispatcher::Op& op, const json& request) {
+  for (const FieldSpec& f : op.fields) {
+    auto it = request.find(f.name);
+    if (it == request.end() || it->is_null()) {
+      if (f.required) return Status::BadRequest(std::string(f.name) + ": is required");
+      continue;
+    }
+    switch (f.kind) {
+      case FieldKind::kName: {
+        if (!it->is_string())
+          return Status::BadRequest(std::string(f.name) + ": must be a string");
+        if (Status s = ValidateName(it->get_ref<const std::string&>(), f.name);
+            !s.ok())
+          return s;
+        break;
+      }
+      case FieldKind::kScope: {
+        if (!it->is_string())
+          return Status::BadRequest(std::string(f.name) + ": must be a string");
+        if (Status s = ValidateScope(it->get_ref<const std::string&>(), f.name);
+            !s.ok())
+          return s;
+        break;
+      }
+      case FieldKind::kString:
+        if (!it->is_string() || it->get_ref<const std::string&>().empty() ||
+            it->get_ref<const std::string&>().size() > kMaxStringBytes)
+          return Status::BadRequest(std::string(f.name) +
+                                    ": must be a non-empty string of at most " +
+                                    std::to_string(kMaxStringBytes) + " bytes");
+        break;
+      case FieldKind::kInt: {
+        auto v = ReadInt(request, f.name, f.min, f.max, std::nullopt);
+        if (!v.ok()) return v.status();
+        break;
+      }
+      case FieldKind::kNumber: {
+        auto v = ReadNumber(request, f.name, static_cast<double>(f.min),
+                            static_cast<double>(f.max), std::nullopt);
+        if (!v.ok()) return v.status();
+        break;
+      }
+      case FieldKind::kBool:
+        if (!it->is_boolean())
+          return Status::BadRequest(std::string(f.name) +
+                                    ": must be true or false");
+        break;
+      case FieldKind::kEnum: {
+        std::string choices = f.choices;
+        bool found = false;
+        if (it->is_string()) {
+          std::string v = it->get<std::string>();
+          size_t pos = 0;
+          while (pos <= choices.size()) {
+            size_t bar = choices.find('|', pos);
+            if (bar == std::string::npos) bar = choices.size();
+            if (choices.compare(pos, bar - pos, v) == 0 &&
+                v.size() == bar - pos)
+              found = true;
+            pos = bar + 1;
+          }
+        }
+        if (!found) {
+          for (char& c : choices)
+            if (c == '|') c = ',';
+          return Status::BadRequest(std::string(f.name) + ": must be one of " +
+                                    choices);
+        }
+        break;
+      }
+      case FieldKind::kObject:
+        if (!it->is_object())
+          return Status::BadRequest(std::string(f.name) + ": must be an object");
+        break;
+      case FieldKind::kArray:
+        if (!it->is_array())
+          return Status::BadRequest(std::string(f.name) + ": must be an array");
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace brake

@@ -1,0 +1,63 @@
+// Ops: the table of every op braked answers, declared once.
+//
+// Each row names the op, whether only admins may call it, a line of help,
+// its fields (type, required, bounds) and its handler. Dispatcher validates a
+// request against its row before the handler runs. Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "daemon/dispatcher.h"
+
+namespace brake {
+
+enum class FieldKind {
+  kName,    // ValidateName
+  kScope,   // ValidateScope
+  kString,  // any string up to 256 bytes
+  kInt,     // integer in [min, max]
+  kNumber,  // number in [min, max]
+  kBool,
+  kEnum,    // one of `choices`, '|'-separated
+  kObject,
+  kArray,
+};
+
+struct FieldSpec {
+  const char* name;
+  FieldKind kind;
+  bool required = false;
+  int64_t min = 0;
+  int64_t max = 0;
+  const char* choices = nullptr;
+};
+
+struct OpContext {
+  Dispatcher* dispatcher;
+  Engine* engine;
+  const Peer& peer;
+  const nlohmann::json& request;
+  int64_t now_us;
+  nlohmann::json* reply;
+};
+
+struct Dispatcher::Op {
+  const char* name;
+  bool admin;
+  const char* help;
+  std::vector<FieldSpec> fields;
+  Status (*handler)(OpContext& ctx);
+};
+
+// The table; nullptr when `name` is not an op.
+const Dispatcher::Op* FindOp(std::string_view name);
+const std::vector<Dispatcher::Op>& AllOps();
+// Checks `request` against `op`'s fields; the message names the field.
+Status ValidateFields(const Dispatcher::Op& op, const nlohmann::json& request);
+
+}  // namespace brake

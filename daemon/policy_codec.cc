@@ -1,0 +1,298 @@
+#include "daemon/policy_codec.h"
+
+#include <set>
+
+#include "daemon/json_fields.h"
+
+namespace brake {
+namespace {
+
+constexpr int64_t kMaxCount = 1'000'000'000'000'000;  // 1e15 units
+constexpr int64_t kMaxRate = 1'000'000'000;
+constexpr int64_t kMaxMs = 10'000'000'000;  // ~115 days
+constexpr double kMaxUsd = 1e9;
+
+// Which fields each algorithm takes beyond name/resource/algorithm/shadow.
+struct AlgorithmFields {
+  Algorithm algorithm;
+  std::set<std::string> fields;
+};
+
+const AlgorithmFields kFields[] = {
+    {Algorithm::kTokenBucket, {"rate", "per_ms", "burst", "pay_later"}},
+    {Algorithm::kWarmup, {"rate", "per_ms", "warmup_ms", "cold_factor"}},
+    {Algorithm::kSlidingLog, {"limit", "window_ms"}},
+    {Algorithm::kFixedWindow, {"limit", "window_ms"}},
+    {Algorithm::kLeakyBucket, {"rate", "per_ms", "queue"}},
+    {Algorithm::kQuota, {"limit", "period"}},
+    {Algorithm::kConcurrency, {"limit"}},
+};
+
+const std::set<std::string> kCommonFields{"name", "resource", "algorithm",
+                                          "shadow"};
+
+}  // namespace
+
+Result<LimitSpec> ParseLimit(const json& j, const std::string& field) {
+  if (!j.is_object()) {
+    return Status::BadRequest(field + ": must be an object");
+  }
+  LimitSpec spec;
+  auto name = ReadString(j, "name", std::nullopt, field);
+  if (!name.ok()) return name.status();
+  if (Status s = ValidateName(*name, field + ".name"); !s.ok()) return s;
+  if (name->size() > 64) {
+    return Status::BadRequest(field + ".name: longer than 64 bytes");
+  }
+  spec.name = *name;
+  auto resource = ReadString(j, "resource", std::nullopt, field);
+  if (!resource.ok()) return resource.status();
+  if (!ParseResource(*resource, &spec.resource)) {
+    return Status::BadRequest(field +
+                              ".resource: must be requests, tokens or usd");
+  }
+  auto algorithm = ReadString(j, "algorithm", std::nullopt, field);
+  if (!algorithm.ok()) return algorithm.status();
+  if (!ParseAlgorithm(*algorithm, &spec.algorithm)) {
+    return Status::BadRequest(
+        field +
+        ".algorithm: must be token_bucket, warmup, sliding_log, "
+        "fixed_window, leaky_bucket, quota or concurrency");
+  }
+  const std::set<std::string>* allowed = nullptr;
+  for (const auto& f : kFields)
+    if (f.algorithm == spec.algorithm) allowed = &f.fields;
+  for (const auto& [key, value] : j.items()) {
+    if (!kCommonFields.count(key) && !allowed->count(key)) {
+      return Status::BadRequest(field + "." + key + ": not a field of " +
+                                *algorithm);
+    }
+  }
+  auto shadow = ReadBool(j, "shadow", false, field);
+  if (!shadow.ok()) return shadow.status();
+  spec.shadow = *shadow;
+
+  const bool usd = spec.resource == Resource::kUsd;
+  if (usd && spec.algorithm != Algorithm::kQuota &&
+      spec.algorithm != Algorithm::kSlidingLog &&
+      spec.algorithm != Algorithm::kFixedWindow) {
+    return Status::BadRequest(field +
+                              ".resource: usd limits must be quota, "
+                              "sliding_log or fixed_window");
+  }
+  if (spec.algorithm == Algorithm::kConcurrency &&
+      spec.resource != Resource::kRequests) {
+    return Status::BadRequest(field +
+                              ".resource: concurrency counts requests");
+  }
+
+  if (allowed->count("rate")) {
+    auto rate = ReadInt(j, "rate", 1, kMaxRate, std::nullopt, field);
+    if (!rate.ok()) return rate.status();
+    spec.rate = *rate;
+    auto per = ReadInt(j, "per_ms", 1, kMaxMs, 1000, field);
+    if (!per.ok()) return per.status();
+    spec.per_ms = *per;
+  }
+  if (allowed->count("burst")) {
+    auto burst = ReadInt(j, "burst", 1, kMaxCount, spec.rate, field);
+    if (!burst.ok()) return burst.status();
+    spec.burst = *burst;
+    auto pay_later = ReadBool(j, "pay_later", false, field);
+    if (!pay_later.ok()) return pay_later.status();
+    spec.pay_later = *pay_later;
+  }
+  if (allowed->count("warmup_ms")) {
+    auto warmup = ReadInt(j, "warmup_ms", 1, kMaxMs, std::nullopt, field);
+    if (!warmup.ok()) return warmup.status();
+    spec.warmup_ms = *warmup;
+    auto cold = ReadNumber(j, "cold_factor", 1.0, 1000.0, 3.0, field);
+    if (!cold.ok()) return cold.status();
+    spec.cold_factor = *cold;
+  }
+  if (allowed->count("limit")) {
+    if (usd) {
+      auto limit = ReadNumber(j, "limit", 0.0, kMaxUsd, std::nullopt, field);
+      if (!limit.ok()) return limit.status();
+      spec.limit = UsdToNano(*limit);
+    } else {
+      auto limit = ReadInt(j, "limit", 1, kMaxCount, std::nullopt, field);
+      if (!limit.ok()) return limit.status();
+      spec.limit = *limit;
+    }
+  }
+  if (allowed->count("window_ms")) {
+    auto window = ReadInt(j, "window_ms", 1, kMaxMs, std::nullopt, field);
+    if (!window.ok()) return window.status();
+    spec.window_ms = *window;
+  }
+  if (allowed->count("queue")) {
+    auto queue = ReadInt(j, "queue", 0, 1'000'000, 0, field);
+    if (!queue.ok()) return queue.status();
+    spec.queue = *queue;
+  }
+  if (allowed->count("period")) {
+    auto period = ReadString(j, "period", std::nullopt, field);
+    if (!period.ok()) return period.status();
+    if (!ParsePeriod(*period, &spec.period)) {
+      return Status::BadRequest(
+          field + ".period: must be hour, day, week, month or total");
+    }
+  }
+  return spec;
+}
+
+json LimitToJson(const LimitSpec& spec) {
+  json j = {{"name", spec.name},
+            {"resource", ResourceName(spec.resource)},
+            {"algorithm", AlgorithmName(spec.algorithm)}};
+  const bool usd = spec.resource == Resource::kUsd;
+  switch (spec.algorithm) {
+    case Algorithm::kTokenBucket:
+      j["rate"] = spec.rate;
+      j["per_ms"] = spec.per_ms;
+      j["burst"] = spec.burst;
+      if (spec.pay_later) j["pay_later"] = true;
+      break;
+    case Algorithm::kWarmup:
+      j["rate"] = spec.rate;
+      j["per_ms"] = spec.per_ms;
+      j["warmup_ms"] = spec.warmup_ms;
+      j["cold_factor"] = spec.cold_factor;
+      break;
+    case Algorithm::kSlidingLog:
+    case Algorithm::kFixedWindow:
+      if (usd) {
+        j["limit"] = NanoToUsd(spec.limit);
+      } else {
+        j["limit"] = spec.limit;
+      }
+      j["window_ms"] = spec.window_ms;
+      break;
+    case Algorithm::kLeakyBucket:
+      j["rate"] = spec.rate;
+      j["per_ms"] = spec.per_ms;
+      j["queue"] = spec.queue;
+      break;
+    case Algorithm::kQuota:
+      if (usd) {
+        j["limit"] = NanoToUsd(spec.limit);
+      } else {
+        j["limit"] = spec.limit;
+      }
+      j["period"] = PeriodName(spec.period);
+      break;
+    case Algorithm::kConcurrency:
+      j["limit"] = spec.limit;
+      break;
+  }
+  if (spec.shadow) j["shadow"] = true;
+  return j;
+}
+
+Result<Policy> ParsePolicy(const json& j, const std::string& field) {
+  std::string prefix = field.empty() ? "" : field + ".";
+  if (!j.is_object()) {
+    return Status::BadRequest((field.empty() ? "policy" : field) +
+                              ": must be an object");
+  }
+  Policy policy;
+  json canonical = json::object();
+  json limits = json::array();
+  if (auto it = j.find("limits"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) {
+      return Status::BadRequest(prefix + "limits: must be an array");
+    }
+    if (it->size() > 64) {
+      return Status::BadRequest(prefix + "limits: at most 64 limits");
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < it->size(); ++i) {
+      std::string f = prefix + "limits[" + std::to_string(i) + "]";
+      auto spec = ParseLimit((*it)[i], f);
+      if (!spec.ok()) return spec.status();
+      if (!names.insert(spec->name).second) {
+        return Status::BadRequest(f + ".name: duplicate limit name " +
+                                  spec->name);
+      }
+      limits.push_back(LimitToJson(*spec));
+      policy.limits.push_back(std::move(*spec));
+    }
+  }
+  canonical["limits"] = std::move(limits);
+  if (auto it = j.find("breaker"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return Status::BadRequest(prefix + "breaker: must be an object");
+    }
+    canonical["breaker"] = *it;
+  }
+  policy.json = canonical.dump();
+  return policy;
+}
+
+Result<Policy> ParsePolicyText(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::BadRequest("policy: not valid JSON");
+  return ParsePolicy(j, "policy");
+}
+
+std::string EncodeLease(const Lease& l) {
+  json charges = json::array();
+  for (const LeaseCharge& c : l.charges) {
+    charges.push_back(json::array(
+        {c.scope, c.limit, ResourceName(c.resource), c.amount}));
+  }
+  json j = {{"id", l.id},
+            {"user", l.user},
+            {"task", l.task},
+            {"parent", l.parent},
+            {"resource", l.resource},
+            {"model", l.model},
+            {"fingerprint", l.fingerprint},
+            {"requests", l.requests},
+            {"tokens", l.tokens},
+            {"usd_nano", l.usd_nano},
+            {"granted_at_us", l.granted_at_us},
+            {"expires_at_us", l.expires_at_us},
+            {"scopes", l.scopes},
+            {"charges", std::move(charges)}};
+  return j.dump();
+}
+
+Result<Lease> DecodeLease(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [] { return Status::Unavailable("storage: malformed lease row"); };
+  if (!j.is_object()) return bad();
+  Lease l;
+  // The stored form is ours; any mismatch means damage, not user error.
+  try {
+    l.id = j.at("id").get<std::string>();
+    l.user = j.at("user").get<std::string>();
+    l.task = j.at("task").get<std::string>();
+    l.parent = j.at("parent").get<std::string>();
+    l.resource = j.at("resource").get<std::string>();
+    l.model = j.at("model").get<std::string>();
+    l.fingerprint = j.at("fingerprint").get<std::string>();
+    l.requests = j.at("requests").get<int64_t>();
+    l.tokens = j.at("tokens").get<int64_t>();
+    l.usd_nano = j.at("usd_nano").get<int64_t>();
+    l.granted_at_us = j.at("granted_at_us").get<int64_t>();
+    l.expires_at_us = j.at("expires_at_us").get<int64_t>();
+    l.scopes = j.at("scopes").get<std::vector<std::string>>();
+    for (const json& c : j.at("charges")) {
+      LeaseCharge charge;
+      charge.scope = c.at(0).get<std::string>();
+      charge.limit = c.at(1).get<std::string>();
+      if (!ParseResource(c.at(2).get<std::string>(), &charge.resource)) {
+        return bad();
+      }
+      charge.amount = c.at(3).get<int64_t>();
+      l.charges.push_back(std::move(charge));
+    }
+  } catch (const json::exception&) {
+    return bad();
+  }
+  return l;
+}
+
+}  // namespace brake

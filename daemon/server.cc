@@ -1,0 +1,382 @@
+#include "daemon/server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/log.h"
+
+namespace brake {
+
+struct Server::Connection {
+  uv_pipe_t pipe;
+  Server* server = nullptr;
+  Peer peer;
+  std::string in;  // an incomplete line
+  // Replies waiting for their batch to commit, in order: (seq, lines).
+  std::deque<std::pair<uint64_t, std::string>> held;
+  size_t held_bytes = 0;
+  bool closing = false;
+  bool close_after_write = false;
+};
+
+namespace {
+
+struct WriteReq {
+  uv_write_t req;
+  std::string data;
+};
+
+// A 64 KiB read buffer shared by every connection: the loop is single
+// threaded and OnRead consumes the bytes before the next read.
+char g_read_buffer[64 * 1024];
+
+bool PeerUid(uv_pipe_t* pipe, uint32_t* uid) {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe), &fd) != 0) return false;
+  struct ucred cred;
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  *uid = cred.uid;
+  return true;
+}
+
+// True when something answers on the socket at `path`.
+bool SocketIsLive(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  bool live = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return live;
+}
+
+// Rewrites the reply lines of `data` as `unavailable` errors with their ids.
+std::string AsUnavailable(const std::string& data, const std::string& message) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    if (nl == std::string::npos) nl = data.size();
+    nlohmann::json line = nlohmann::json::parse(
+        data.begin() + pos, data.begin() + nl, nullptr, false);
+    nlohmann::json err = {{"ok", false},
+                          {"error",
+                           {{"code", "unavailable"}, {"message", message}}}};
+    if (line.is_object() && line.contains("id")) err["id"] = line["id"];
+    out += err.dump();
+    out += '\n';
+    pos = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Server::Server(uv_loop_t* loop, Dispatcher* dispatcher, const Config* config,
+               ServerStats* stats, Gate* gate)
+    : loop_(loop),
+      dispatcher_(dispatcher),
+      config_(config),
+      stats_(stats),
+      gate_(gate) {}
+
+Server::~Server() = default;
+
+Status Server::Listen(const std::string& path, int mode) {
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return Status::Unavailable("socket: path longer than " +
+                               std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+                               " bytes: " + path);
+  }
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::Unavailable("socket: " + path +
+                                 " exists and is not a socket; refusing to "
+                                 "replace it");
+    }
+    if (SocketIsLive(path)) {
+      return Status::Unavailable("socket: another braked is listening on " +
+                                 path);
+    }
+    unlink(path.c_str());  // stale: its daemon is gone
+  }
+  uv_pipe_init(loop_, &listener_, 0);
+  listener_.data = this;
+  listener_closed_ = false;
+  int rc = uv_pipe_bind(&listener_, path.c_str());
+  if (rc == 0) {
+    if (chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) rc = -errno;
+  }
+  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 511,
+                              &Server::OnConnection);
+  if (rc != 0) {
+    return Status::Unavailable("socket: cannot listen on " + path + ": " +
+                               uv_strerror(rc));
+  }
+  path_ = path;
+  listening_ = true;
+  return Status::Ok();
+}
+
+void Server::OnConnection(uv_stream_t* listener, int status) {
+  auto* self = static_cast<Server*>(listener->data);
+  if (status < 0 || !self->listening_) return;
+  auto* c = new Connection();
+  c->server = self;
+  uv_pipe_init(self->loop_, &c->pipe, 0);
+  c->pipe.data = c;
+  if (uv_accept(listener, reinterpret_cast<uv_stream_t*>(&c->pipe)) != 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe),
+             [](uv_handle_t* h) { delete static_cast<Connection*>(h->data); });
+    return;
+  }
+  self->connections_.insert(c);
+  ++self->stats_->connections_total;
+  self->stats_->connections = static_cast<int64_t>(self->connections_.size());
+  if (static_cast<int64_t>(self->connections_.size()) >
+      self->config_->max_connections) {
+    self->Write(c, Dispatcher::ErrorLine(
+                       ErrorCode::kTooManyConnections,
+                       "connections: the daemon already serves " +
+                           std::to_string(self->config_->max_connections)));
+    self->CloseConnection(c);
+    return;
+  }
+  uint32_t uid = 0;
+  if (!PeerUid(&c->pipe, &uid)) {
+    Log(LogLevel::kWarn, "connection without peer credentials; refused");
+    self->CloseConnection(c);
+    return;
+  }
+  c->peer.uid = uid;
+  c->peer.admin = uid == getuid();
+  for (int64_t admin : self->config_->admin_uids)
+    if (admin == static_cast<int64_t>(uid)) c->peer.admin = true;
+  uv_read_start(reinterpret_cast<uv_stream_t*>(&c->pipe), &Server::OnAlloc,
+                &Server::OnRead);
+}
+
+void Server::OnAlloc(uv_handle_t*, size_t, uv_buf_t* buf) {
+  buf->base = g_read_buffer;
+  buf->len = sizeof(g_read_buffer);
+}
+
+void Server::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+  auto* c = static_cast<Connection*>(stream->data);
+  Server* self = c->server;
+  if (nread < 0) {
+    self->CloseConnection(c);
+    return;
+  }
+  const size_t max_line = static_cast<size_t>(self->config_->max_line_bytes);
+  const char* data = buf->base;
+  const size_t n = static_cast<size_t>(nread);
+  size_t pos = 0;
+  bool too_long = false;
+  while (pos < n && !c->closing && !c->close_after_write) {
+    const char* nl =
+        static_cast<const char*>(memchr(data + pos, '\n', n - pos));
+    if (nl == nullptr) break;
+    size_t len = static_cast<size_t>(nl - (data + pos));
+    if (c->in.size() + len > max_line) {
+      too_long = true;
+      break;
+    }
+    if (c->in.empty()) {
+      self->HandleLine(c, std::string_view(data + pos, len));
+    } else {
+      c->in.append(data + pos, len);
+      std::string line = std::move(c->in);
+      c->in.clear();
+      self->HandleLine(c, line);
+    }
+    pos += len + 1;
+  }
+  if (c->closing || c->close_after_write) return;
+  if (!too_long && pos < n) {
+    c->in.append(data + pos, n - pos);
+    too_long = c->in.size() > max_line;
+  }
+  if (too_long) {
+    c->in.clear();
+    c->in.shrink_to_fit();
+    uv_read_stop(stream);
+    self->Queue(c, self->gate_->SeqForReply(),
+                Dispatcher::ErrorLine(
+                    ErrorCode::kLineTooLong,
+                    "request: line longer than max_line_bytes (" +
+                        std::to_string(max_line) + "); closing"));
+    c->close_after_write = true;
+    if (c->held.empty()) self->CloseConnection(c);
+  }
+}
+
+void Server::HandleLine(Connection* c, std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.empty()) return;  // blank lines are not requests
+  reply_.clear();
+  dispatcher_->Handle(c->peer, line, gate_->NowUs(), &reply_);
+  Queue(c, gate_->SeqForReply(), reply_);
+}
+
+void Server::Queue(Connection* c, uint64_t seq, std::string data) {
+  if (c->held.empty() && seq <= released_seq_) {
+    Write(c, std::move(data));
+    return;
+  }
+  c->held_bytes += data.size();
+  if (!c->held.empty() && c->held.back().first == seq) {
+    c->held.back().second += data;
+  } else {
+    c->held.emplace_back(seq, std::move(data));
+  }
+  holding_.insert(c);
+}
+
+void Server::Flush(Connection* c) {
+  std::string out;
+  while (!c->held.empty() && c->held.front().first <= released_seq_) {
+    c->held_bytes -= c->held.front().second.size();
+    out += c->held.front().second;
+    c->held.pop_front();
+  }
+  if (c->held.empty()) holding_.erase(c);
+  if (!out.empty()) Write(c, std::move(out));
+  if (c->close_after_write && c->held.empty()) CloseConnection(c);
+}
+
+void Server::Release(uint64_t seq) {
+  if (seq > released_seq_) released_seq_ = seq;
+  std::vector<Connection*> waiting(holding_.begin(), holding_.end());
+  for (Connection* c : waiting) Flush(c);
+}
+
+void Server::Fail(uint64_t seq, const std::string& message) {
+  std::vector<Connection*> waiting(holding_.begin(), holding_.end());
+  for (Connection* c : waiting) {
+    for (auto& [held_seq, data] : c->held) {
+      if (held_seq > seq) break;
+      size_t before = data.size();
+      data = AsUnavailable(data, message);
+      c->held_bytes = c->held_bytes - before + data.size();
+      held_seq = 0;  // answer now
+    }
+    std::string out;
+    while (!c->held.empty() && c->held.front().first == 0) {
+      c->held_bytes -= c->held.front().second.size();
+      out += c->held.front().second;
+      c->held.pop_front();
+    }
+    if (c->held.empty()) holding_.erase(c);
+    if (!out.empty()) Write(c, std::move(out));
+    if (c->close_after_write && c->held.empty()) CloseConnection(c);
+  }
+}
+
+void Server::Write(Connection* c, std::string data) {
+  if (c->closing) return;
+  size_t queued = c->pipe.write_queue_size + c->held_bytes + data.size();
+  if (queued > static_cast<size_t>(config_->max_output_bytes)) {
+    Log(LogLevel::kWarn, "connection of uid %u holds %zu bytes of unread "
+        "replies; closing it", c->peer.uid, queued);
+    CloseConnection(c);
+    return;
+  }
+  auto* w = new WriteReq();
+  w->data = std::move(data);
+  uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  w->req.data = w;
+  int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
+                    [](uv_write_t* req, int) {
+                      delete static_cast<WriteReq*>(req->data);
+                    });
+  if (rc != 0) {
+    delete w;
+    CloseConnection(c);
+  }
+}
+
+void Server::CloseConnection(Connection* c) {
+  if (c->closing) return;
+  c->closing = true;
+  holding_.erase(c);
+  uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
+  // Shut down after queued writes (an error line must reach the client),
+  // then close.
+  auto* req = new uv_shutdown_t();
+  req->data = c;
+  int rc = uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->pipe),
+                       [](uv_shutdown_t* r, int) {
+                         auto* conn = static_cast<Connection*>(r->data);
+                         delete r;
+                         uv_close(reinterpret_cast<uv_handle_t*>(&conn->pipe),
+                                  [](uv_handle_t* h) {
+                                    auto* cc = static_cast<Connection*>(h->data);
+                                    Server* s = cc->server;
+                                    s->connections_.erase(cc);
+                                    s->stats_->connections =
+                                        static_cast<int64_t>(
+                                            s->connections_.size());
+                                    delete cc;
+                                    s->MaybeClosed();
+                                  });
+                       });
+  if (rc != 0) {
+    delete req;
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe), [](uv_handle_t* h) {
+      auto* cc = static_cast<Connection*>(h->data);
+      Server* s = cc->server;
+      s->connections_.erase(cc);
+      s->stats_->connections = static_cast<int64_t>(s->connections_.size());
+      delete cc;
+      s->MaybeClosed();
+    });
+  }
+}
+
+void Server::StopAccepting() {
+  if (!listening_) return;
+  listening_ = false;
+  uv_close(reinterpret_cast<uv_handle_t*>(&listener_), [](uv_handle_t* h) {
+    auto* self = static_cast<Server*>(h->data);
+    self->listener_closed_ = true;
+    self->MaybeClosed();
+  });
+  unlink(path_.c_str());
+  for (Connection* c : connections_) {
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
+  }
+}
+
+void Server::Close(std::function<void()> on_closed) {
+  on_closed_ = std::move(on_closed);
+  closing_ = true;
+  StopAccepting();
+  std::vector<Connection*> all(connections_.begin(), connections_.end());
+  for (Connection* c : all) {
+    Flush(c);
+    CloseConnection(c);
+  }
+  MaybeClosed();
+}
+
+void Server::MaybeClosed() {
+  if (closing_ && listener_closed_ && connections_.empty() && on_closed_) {
+    auto cb = std::move(on_closed_);
+    on_closed_ = nullptr;
+    cb();
+  }
+}
+
+}  // namespace brake

@@ -1,0 +1,92 @@
+// Server: the Unix socket, connections, line framing and ordered replies.
+//
+// Accepts connections on a Unix stream socket, splits input into lines
+// (at most max_line_bytes; longer gets line_too_long and the connection is
+// closed), hands each line to the Dispatcher with the peer's credentials
+// (SO_PEERCRED) and writes the replies in request order.
+//
+// Durability gate: every reply is tagged with the storage batch it depends
+// on (Gate::SeqForReply). A reply is written only once that batch has
+// committed (Release), so a client never sees an answer whose state could be
+// lost; replies behind it on the same connection wait too, keeping order.
+// If the batch fails (Fail), its replies become `unavailable` errors.
+//
+// Loop thread only. Owns every connection handle; Close() closes them all
+// and calls back once the last close callback has run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_set>
+
+#include <uv.h>
+
+#include "common/status.h"
+#include "daemon/config.h"
+#include "daemon/dispatcher.h"
+
+namespace brake {
+
+class Server {
+ public:
+  struct Gate {
+    virtual ~Gate() = default;
+    // The batch a reply produced now must wait for (0: none).
+    virtual uint64_t SeqForReply() = 0;
+    // The daemon's clock, sampled once per request.
+    virtual int64_t NowUs() = 0;
+  };
+
+  Server(uv_loop_t* loop, Dispatcher* dispatcher, const Config* config,
+         ServerStats* stats, Gate* gate);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and listens on `path` with `mode`. A stale socket file (nobody
+  // answers on it) is replaced; a live one is not: kUnavailable.
+  Status Listen(const std::string& path, int mode);
+  // Writes every held reply whose batch is <= `seq`.
+  void Release(uint64_t seq);
+  // Turns every held reply whose batch is <= `seq` into an `unavailable`
+  // error (same id) and writes it.
+  void Fail(uint64_t seq, const std::string& message);
+  // Stops accepting and reading; connections stay open for their replies.
+  void StopAccepting();
+  // Closes every handle (after queued writes), then `on_closed`.
+  void Close(std::function<void()> on_closed);
+
+  size_t connection_count() const { return connections_.size(); }
+
+ private:
+  struct Connection;
+  static void OnConnection(uv_stream_t* server, int status);
+  static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  void HandleLine(Connection* c, std::string_view line);
+  void Queue(Connection* c, uint64_t seq, std::string data);
+  void Flush(Connection* c);
+  void Write(Connection* c, std::string data);
+  void CloseConnection(Connection* c);
+  void MaybeClosed();
+
+  uv_loop_t* loop_;
+  Dispatcher* dispatcher_;
+  const Config* config_;
+  ServerStats* stats_;
+  Gate* gate_;
+  uv_pipe_t listener_;
+  bool listening_ = false;
+  bool listener_closed_ = true;
+  std::string path_;
+  std::unordered_set<Connection*> connections_;
+  std::unordered_set<Connection*> holding_;  // connections with held replies
+  std::function<void()> on_closed_;
+  bool closing_ = false;
+  uint64_t released_seq_ = 0;
+  std::string reply_;  // scratch buffer for one reply
+};
+
+}  // namespace brake

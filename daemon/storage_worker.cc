@@ -1,0 +1,134 @@
+#include "daemon/storage_worker.h"
+
+#include <chrono>
+#include <utility>
+
+namespace brake {
+
+StorageWorker::StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store,
+                             OnDone on_done)
+    : loop_(loop), store_(std::move(store)), on_done_(std::move(on_done)) {
+  uv_async_init(loop_, &async_, &StorageWorker::OnAsync);
+  async_.data = this;
+  thread_ = std::thread([this] { ThreadMain(); });
+}
+
+StorageWorker::~StorageWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StorageWorker::Submit(Batch batch) {
+  submitted_seq_ = batch.seq;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job job;
+    job.is_batch = true;
+    job.batch = std::move(batch);
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void StorageWorker::Run(std::function<void(Store&)> job,
+                        std::function<void()> then) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job j;
+    j.read = std::move(job);
+    j.then = std::move(then);
+    queue_.push_back(std::move(j));
+  }
+  cv_.notify_one();
+}
+
+void StorageWorker::ThreadMain() {
+  Batch failed;  // a batch that failed to commit, retried with the next
+  bool have_failed = false;
+  for (;;) {
+    std::deque<Job> jobs;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      jobs.swap(queue_);
+    }
+    // Group commit: every batch queued meanwhile goes into one transaction.
+    Batch merged;
+    bool any_batch = false;
+    if (have_failed) {
+      merged = std::move(failed);
+      failed = Batch();
+      have_failed = false;
+      any_batch = true;
+    }
+    uint64_t seq = 0;
+    std::deque<std::function<void()>> thens;
+    for (Job& job : jobs) {
+      if (job.is_batch) {
+        seq = std::max(seq, job.batch.seq);
+        merged.Append(std::move(job.batch));
+        any_batch = true;
+      } else {
+        job.read(*store_);
+        thens.push_back(std::move(job.then));
+      }
+    }
+    Done done;
+    if (any_batch) {
+      auto start = std::chrono::steady_clock::now();
+      done.status = store_->Apply(merged);
+      done.commit_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      done.seq = seq;
+      if (!done.status.ok()) {
+        failed = std::move(merged);
+        have_failed = true;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (any_batch && seq > 0) done_.push_back(std::move(done));
+      for (auto& t : thens) thens_.push_back(std::move(t));
+    }
+    uv_async_send(&async_);
+  }
+}
+
+void StorageWorker::OnAsync(uv_async_t* handle) {
+  auto* self = static_cast<StorageWorker*>(handle->data);
+  std::deque<Done> done;
+  std::deque<std::function<void()>> thens;
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    done.swap(self->done_);
+    thens.swap(self->thens_);
+  }
+  for (const Done& d : done) {
+    self->done_seq_ = d.seq;  // a Done settles every batch up to its seq
+    self->on_done_(d);
+  }
+  for (auto& t : thens) t();
+}
+
+void StorageWorker::Stop(std::function<void()> on_closed) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  OnAsync(&async_);  // deliver what finished after the last wake-up
+  on_closed_ = std::move(on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), [](uv_handle_t* h) {
+    auto* self = static_cast<StorageWorker*>(h->data);
+    if (self->on_closed_) self->on_closed_();
+  });
+}
+
+}  // namespace brake

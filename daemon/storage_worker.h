@@ -1,0 +1,79 @@
+// StorageWorker: the one thread that owns the Store.
+//
+// The loop hands it batches (Submit) and read jobs (Run); it applies every
+// batch queued while the previous commit ran as ONE transaction (group
+// commit), so no fsync or checkpoint ever stalls the loop, and reports back
+// on the loop thread through a uv_async_t. A failed batch is reported as
+// failed and kept: it is merged into the next attempt, so nothing the loop
+// changed is silently dropped, and nothing is ever reported committed that is
+// not. Submit, Run and Stop are for the loop thread; the callbacks run there.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <uv.h>
+
+#include "common/records.h"
+#include "common/status.h"
+#include "storage/store.h"
+
+namespace brake {
+
+class StorageWorker {
+ public:
+  struct Done {
+    uint64_t seq = 0;  // every batch up to this one is settled by `status`
+    Status status;
+    int64_t commit_us = 0;
+  };
+  using OnDone = std::function<void(const Done&)>;
+
+  StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store, OnDone on_done);
+  ~StorageWorker();
+  StorageWorker(const StorageWorker&) = delete;
+  StorageWorker& operator=(const StorageWorker&) = delete;
+
+  // Queues `batch` (batch.seq increasing) for the next transaction.
+  void Submit(Batch batch);
+  // Runs `job` on the storage thread, then `then` on the loop thread.
+  void Run(std::function<void(Store&)> job, std::function<void()> then);
+  // True while batches are queued or committing.
+  bool busy() const { return done_seq_ < submitted_seq_; }
+  // Finishes what is queued, stops the thread, closes the async handle; then
+  // calls `on_closed` on the loop thread.
+  void Stop(std::function<void()> on_closed);
+
+ private:
+  struct Job {
+    bool is_batch = false;
+    Batch batch;
+    std::function<void(Store&)> read;
+    std::function<void()> then;
+  };
+  void ThreadMain();
+  static void OnAsync(uv_async_t* handle);
+
+  uv_loop_t* loop_;
+  std::unique_ptr<Store> store_;
+  OnDone on_done_;
+  uv_async_t async_;
+  std::thread thread_;
+  std::function<void()> on_closed_;
+  uint64_t submitted_seq_ = 0;  // loop thread only
+  uint64_t done_seq_ = 0;       // loop thread only
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;           // guarded by mu_
+  std::deque<Done> done_;           // guarded by mu_
+  std::deque<std::function<void()>> thens_;  // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+};
+
+}  // namespace brake
