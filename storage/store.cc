@@ -76,14 +76,17 @@ Status RunQuickCheck(sqlite3* db) {
     return Status::Ok();
   });
   if (ok && status.ok()) return Status::Ok();
-  // Either the check listed problems or it could not even walk the file
-  // (e.g. "database disk image is malformed"): both are damage.
-  std::string detail = status.ok() ? "quick_check: " + problems
-                                   : status.message().substr(kPrefix.size());
+  if (!status.ok()) {
+    // A lock or an out-of-memory says nothing about the file; only a walk
+    // that hit bad pages is damage.
+    const int primary = sqlite3_errcode(db) & 0xff;
+    if (primary != SQLITE_CORRUPT && primary != SQLITE_NOTADB) return status;
+    problems = status.message().substr(kPrefix.size());
+  } else {
+    problems = "quick_check: " + problems;
+  }
   return Status::Unavailable(
-      "storage: database is damaged, refusing to open "
-      "it: " +
-      detail);
+      "storage: database is damaged, refusing to open it: " + problems);
 }
 
 Status EnableWal(sqlite3* db) {
