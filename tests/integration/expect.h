@@ -1,0 +1,86 @@
+// Catch2 shorthands shared by the integration tests: calls that must succeed
+// and replies that must be a given protocol error. Test thread only.
+#pragma once
+
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "tests/integration/harness.h"
+
+namespace brake::integration {
+
+// The error code of a reply, or "" when it has none.
+inline std::string ErrorCodeOf(const json& reply) {
+  if (!reply.is_object() || !reply.contains("error")) return "";
+  const json& error = reply["error"];
+  if (!error.is_object() || !error.contains("code") ||
+      !error["code"].is_string()) {
+    return "";
+  }
+  return error["code"].get<std::string>();
+}
+
+inline std::string ErrorMessageOf(const json& reply) {
+  if (!reply.is_object() || !reply.contains("error")) return "";
+  const json& error = reply["error"];
+  if (!error.is_object() || !error.contains("message") ||
+      !error["message"].is_string()) {
+    return "";
+  }
+  return error["message"].get<std::string>();
+}
+
+// Sends `request`, requires "ok": true and returns the reply.
+inline json CallOk(Client& client, const json& request) {
+  json reply = client.Call(request);
+  INFO("request: " << request.dump() << "\nreply: " << reply.dump());
+  REQUIRE(reply.is_object());
+  REQUIRE(reply.value("ok", false) == true);
+  return reply;
+}
+
+// Sends an acquire that must be answered (granted or not) and returns it.
+inline json Acquire(Client& client, const std::string& user,
+                    const std::string& task, json extra = json::object()) {
+  json request = {{"op", "acquire"}, {"user", user}, {"task", task}};
+  request.update(extra);
+  return CallOk(client, request);
+}
+
+// Sends an acquire that must be granted; returns its lease.
+inline std::string AcquireLease(Client& client, const std::string& user,
+                                const std::string& task,
+                                json extra = json::object()) {
+  json reply = Acquire(client, user, task, std::move(extra));
+  INFO("reply: " << reply.dump());
+  REQUIRE(reply.value("granted", false) == true);
+  REQUIRE(reply.contains("lease"));
+  REQUIRE(reply["lease"].is_string());
+  return reply["lease"].get<std::string>();
+}
+
+// Requires `reply` to be {"ok": false, "error": {"code": code, ...}} whose
+// message mentions `field` (when not empty).
+inline void RequireError(const json& reply, const std::string& code,
+                         const std::string& field = "") {
+  INFO("reply: " << reply.dump());
+  REQUIRE(reply.is_object());
+  REQUIRE(reply.value("ok", true) == false);
+  CHECK(ErrorCodeOf(reply) == code);
+  CHECK_FALSE(ErrorMessageOf(reply).empty());
+  if (!field.empty()) {
+    CHECK_THAT(ErrorMessageOf(reply), Catch::Matchers::Contains(field));
+  }
+}
+
+// The limit named `name` in a status reply's "limits", or null.
+inline json FindLimit(const json& status, const std::string& name) {
+  if (!status.contains("limits")) return nullptr;
+  for (const json& limit : status["limits"]) {
+    if (limit.value("name", "") == name) return limit;
+  }
+  return nullptr;
+}
+
+}  // namespace brake::integration
