@@ -48,6 +48,8 @@ throughput, latency, grants, denials and the grant rate over time.
   --tokens N             tokens per acquire, and per commit (default 0)
   --commit               commit each granted lease with --tokens
   --threads N            load threads (default: cores - 1, at least 1)
+  --window-ms W          width of the wall-clock-aligned windows grants are
+                         also counted in (default 1000)
   --echo                 run against an in-process echo server instead
   --compare-echo         run against braked, then the echo server; print
                          both and the braked/echo ratios
@@ -66,6 +68,14 @@ grant across a window edge and show a few more than a limit allows.
 "max_grants_certain_1s" counts only grants whose whole send-to-reply interval
 lies inside one 1000 ms window: a lower bound on what the server granted in
 some second of its own time, so a figure above a limit proves a violation.
+"max_grants_aligned_window_certain" counts grants in windows of --window-ms
+aligned to the wall clock as braked's fixed windows are (window start =
+floor(now_us / W_us) * W_us, CLOCK_REALTIME), counting a grant only when its
+send time and its reply time fall in the same window: again a lower bound,
+so a figure above a fixed_window limit of the same width proves a violation.
+"max_grants_aligned_window_received" is the fullest aligned window by reply
+time, for reference. Aligned windows cover the whole run, so the first and
+last are partial.
 
 JSON fields: target, socket, op, connections, depth, threads, seconds,
 warmup_seconds, user, task_prefix, tasks, tokens, commit, decisions,
@@ -73,8 +83,12 @@ decisions_per_sec, latency_us {min, mean, p50, p90, p99, p999, max}, grants,
 denials, denials_by_reason {reason: n}, errors, errors_by_code {code: n},
 ok_other, echoed, grants_per_connection {min, max}, grants_per_second [n...],
 max_grants_rolling_1s, max_grants_rolling_1s_start_ms,
-max_grants_certain_1s, max_grants_certain_1s_start_ms, total_grants,
-undrained, and with --commit: commits {ok, errors, errors_by_code, per_sec,
+max_grants_certain_1s, max_grants_certain_1s_start_ms, window_ms,
+max_grants_aligned_window_certain,
+max_grants_aligned_window_certain_start_unix_ms,
+max_grants_aligned_window_received,
+max_grants_aligned_window_received_start_unix_ms, total_grants, undrained,
+and with --commit: commits {ok, errors, errors_by_code, per_sec,
 latency_us}. --compare-echo: {braked: {...}, echo: {...}, ratio:
 {decisions_per_sec, p50, p99}}.
 )";
@@ -191,6 +205,11 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
     } else if (arg == "--threads") {
       if (!int_flag(1, 1024, &n)) return bad("an integer in [1, 1024]");
       load.threads = static_cast<int>(n);
+    } else if (arg == "--window-ms") {
+      if (!int_flag(1, 86400000, &n)) {
+        return bad("an integer in [1, 86400000]");
+      }
+      load.window_ms = n;
     } else if (arg == "--echo-threads") {
       if (!int_flag(1, 1024, &n)) return bad("an integer in [1, 1024]");
       flags->echo_threads = static_cast<int>(n);
@@ -214,7 +233,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   if (flags->echo && socket_set) {
     return Usage("--echo runs against its own server; drop --socket");
   }
-  if (!socket_set) load.socket_path = DefaultSocketPath();
+  if (!socket_set) load.socket_path = BenchSocketPath();
   return std::nullopt;
 }
 

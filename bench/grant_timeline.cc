@@ -58,4 +58,17 @@ RollingMax MaxCertainGrants(const std::vector<uint32_t>& received_per_ms,
   return best;
 }
 
+AlignedMax MaxAlignedGrants(const std::vector<uint32_t>& per_window,
+                            int64_t first_window, int64_t window_ms) {
+  AlignedMax best;
+  for (size_t i = 0; i < per_window.size(); ++i) {
+    if (i == 0 || per_window[i] > best.grants) {
+      best.grants = per_window[i];
+      best.start_unix_ms =
+          (first_window + static_cast<int64_t>(i)) * window_ms;
+    }
+  }
+  return best;
+}
+
 }  // namespace brake::bench

@@ -36,4 +36,15 @@ RollingMax MaxCertainGrants(const std::vector<uint32_t>& received_per_ms,
                             const std::vector<uint32_t>& sent_per_ms,
                             uint64_t sent_before, size_t window_ms);
 
+// The fullest of a run's wall-clock-aligned windows (LoadResult's
+// aligned_received or aligned_certain): its count and the CLOCK_REALTIME
+// millisecond it starts at. Window i starts at (first_window + i) * window_ms.
+// Zeros when `per_window` is empty.
+struct AlignedMax {
+  uint64_t grants = 0;
+  int64_t start_unix_ms = 0;
+};
+AlignedMax MaxAlignedGrants(const std::vector<uint32_t>& per_window,
+                            int64_t first_window, int64_t window_ms);
+
 }  // namespace brake::bench

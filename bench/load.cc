@@ -2,6 +2,7 @@
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,14 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CLOCK_REALTIME in microseconds since the epoch, the clock braked's fixed
+// windows are aligned to.
+int64_t RealNowUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 int64_t SecondsToNs(double s) { return std::llround(s * 1e9); }
@@ -71,6 +80,7 @@ enum class SlotKind : uint8_t { kDecision, kCommit };
 struct Slot {
   uint64_t id = 0;
   int64_t send_ns = 0;
+  int64_t send_real_us = 0;  // CLOCK_REALTIME at send_ns.
   SlotKind kind = SlotKind::kDecision;
   bool busy = false;
 };
@@ -97,6 +107,9 @@ struct Shared {
   int64_t measure_start_ns = 0;
   int64_t measure_end_ns = 0;
   int64_t drain_end_ns = 0;
+  int64_t window_us = 1000000;   // Aligned window width.
+  int64_t first_window = 0;      // Aligned window index at start_ns.
+  size_t aligned_windows = 0;    // Windows counted from first_window.
   std::atomic<bool> failed{false};
   std::mutex mu;
   std::string failure;  // Guarded by mu; the first failure wins.
@@ -120,6 +133,8 @@ class Worker {
       : config_(config), shared_(shared), conns_(std::move(conns)) {
     result_.grants_per_ms.assign(ms_buckets, 0);
     result_.grant_sends_per_ms.assign(ms_buckets, 0);
+    result_.aligned_received.assign(shared_->aligned_windows, 0);
+    result_.aligned_certain.assign(shared_->aligned_windows, 0);
     commit_tokens_ = ",\"tokens\":" + std::to_string(config_.tokens) + "}\n";
   }
 
@@ -185,7 +200,7 @@ class Worker {
     c->free_slots.pop_back();
     const uint64_t id =
         c->seq++ * static_cast<uint64_t>(c->slots.size()) + slot;
-    c->slots[slot] = Slot{id, 0, kind, true};
+    c->slots[slot] = Slot{id, 0, 0, kind, true};
     c->unstamped.push_back(slot);
     ++c->in_flight;
     ++in_flight_;
@@ -223,7 +238,11 @@ class Worker {
   bool Flush(Conn* c) {
     if (!c->unstamped.empty()) {
       const int64_t now = NowNs();
-      for (uint32_t slot : c->unstamped) c->slots[slot].send_ns = now;
+      const int64_t real_us = RealNowUs();
+      for (uint32_t slot : c->unstamped) {
+        c->slots[slot].send_ns = now;
+        c->slots[slot].send_real_us = real_us;
+      }
       c->unstamped.clear();
     }
     while (!c->out.empty()) {
@@ -267,6 +286,7 @@ class Worker {
         return Lost(c, errno);
       }
       const int64_t now = NowNs();
+      const int64_t real_us = RealNowUs();
       c->in.Commit(static_cast<size_t>(n));
       const std::string_view data = c->in.view();
       size_t begin = 0;
@@ -276,7 +296,7 @@ class Worker {
         if (nl == nullptr) break;
         const size_t end =
             static_cast<size_t>(static_cast<const char*>(nl) - data.data());
-        OnReply(c, data.substr(begin, end - begin), now);
+        OnReply(c, data.substr(begin, end - begin), now, real_us);
         begin = end + 1;
       }
       c->in.Consume(begin);
@@ -307,7 +327,23 @@ class Worker {
     return oldest;
   }
 
-  void OnReply(Conn* c, std::string_view line, int64_t now) {
+  // Counts a grant received at CLOCK_REALTIME `real_us` for a request sent
+  // at `send_real_us` in the aligned windows.
+  void CountAligned(int64_t send_real_us, int64_t real_us) {
+    const int64_t w = shared_->window_us;
+    const int64_t received = real_us / w - shared_->first_window;
+    const int64_t sent = send_real_us / w - shared_->first_window;
+    if (received < 0 ||
+        static_cast<uint64_t>(received) >= result_.aligned_received.size()) {
+      return;
+    }
+    ++result_.aligned_received[static_cast<size_t>(received)];
+    if (sent == received) {
+      ++result_.aligned_certain[static_cast<size_t>(received)];
+    }
+  }
+
+  void OnReply(Conn* c, std::string_view line, int64_t now, int64_t real_us) {
     if (line.empty() || line == "\r") return;
     const ScannedReply r = ScanReply(line);
     const bool counted =
@@ -323,6 +359,7 @@ class Worker {
     }
     const SlotKind kind = slot->kind;
     const int64_t send_ns = slot->send_ns;
+    const int64_t send_real_us = slot->send_real_us;
     const uint64_t latency_us =
         static_cast<uint64_t>(std::max<int64_t>(0, now - slot->send_ns) + 500) /
         1000;
@@ -352,6 +389,7 @@ class Worker {
         if (counted) {
           ++result_.grants;
           ++c->grants;
+          CountAligned(send_real_us, real_us);
           const size_t ms =
               static_cast<size_t>((now - shared_->measure_start_ns) / kNsPerMs);
           if (ms < result_.grants_per_ms.size()) ++result_.grants_per_ms[ms];
@@ -464,6 +502,17 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
 
   Shared shared;
   shared.start_ns = NowNs();
+  shared.window_us = std::max<int64_t>(1, config.window_ms) * 1000;
+  shared.first_window = RealNowUs() / shared.window_us;
+  {
+    // The whole run plus slack for a wall clock stepped forward.
+    const int64_t run_us =
+        SecondsToNs(config.warmup_seconds + config.seconds + kDrainSeconds) /
+            1000 +
+        1000000;
+    shared.aligned_windows =
+        static_cast<size_t>(run_us / shared.window_us + 2);
+  }
   shared.measure_start_ns =
       shared.start_ns + SecondsToNs(config.warmup_seconds);
   shared.measure_end_ns = shared.measure_start_ns + SecondsToNs(config.seconds);
@@ -501,6 +550,9 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
   total.measured_seconds = config.seconds;
   total.grants_per_ms.assign(ms_buckets, 0);
   total.grant_sends_per_ms.assign(ms_buckets, 0);
+  total.aligned_first_window = shared.first_window;
+  total.aligned_received.assign(shared.aligned_windows, 0);
+  total.aligned_certain.assign(shared.aligned_windows, 0);
   for (auto& w : workers) {
     LoadResult& r = w->result();
     total.decisions += r.decisions;
@@ -520,6 +572,10 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
       total.grant_sends_per_ms[i] += r.grant_sends_per_ms[i];
     }
     total.grants_sent_before += r.grants_sent_before;
+    for (size_t i = 0; i < shared.aligned_windows; ++i) {
+      total.aligned_received[i] += r.aligned_received[i];
+      total.aligned_certain[i] += r.aligned_certain[i];
+    }
     w->denials().MergeInto(&total.denials_by_reason);
     w->errors().MergeInto(&total.errors_by_code);
     w->commit_errors().MergeInto(&total.commit_errors_by_code);

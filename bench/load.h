@@ -39,6 +39,8 @@ struct LoadConfig {
   int tasks = 0;  // K: connection i uses task prefix + (i % K); 0 means N.
   int64_t tokens = 0;
   bool commit = false;  // Commit every granted lease with `tokens`.
+  // Width of the wall-clock-aligned windows grants are also counted in.
+  int64_t window_ms = 1000;
 };
 
 struct LoadResult {
@@ -72,6 +74,17 @@ struct LoadResult {
   // during the warm-up are only counted in grants_sent_before.
   std::vector<uint32_t> grant_sends_per_ms;
   uint64_t grants_sent_before = 0;
+  // Grants in wall-clock-aligned windows of config.window_ms, as braked's
+  // fixed windows are aligned: window k covers CLOCK_REALTIME microseconds
+  // [k * w, (k + 1) * w). Entry i is window aligned_first_window + i; the
+  // windows span the whole run, so the first and last are partly outside
+  // the measured window. aligned_received counts grants by reply time;
+  // aligned_certain only those whose send time (taken just before the
+  // send()) and reply time (just after the recv()) fall in the same window,
+  // so the server decided them inside it.
+  int64_t aligned_first_window = 0;
+  std::vector<uint32_t> aligned_received;
+  std::vector<uint32_t> aligned_certain;
   // Requests still unanswered when the drain gave up.
   uint64_t undrained = 0;
 };

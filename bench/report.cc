@@ -79,6 +79,10 @@ nlohmann::json ReportJson(const RunReport& run) {
   const RollingMax rolling = MaxRollingGrants(r.grants_per_ms, 1000);
   const RollingMax certain = MaxCertainGrants(
       r.grants_per_ms, r.grant_sends_per_ms, r.grants_sent_before, 1000);
+  const AlignedMax aligned_certain = MaxAlignedGrants(
+      r.aligned_certain, r.aligned_first_window, c.window_ms);
+  const AlignedMax aligned_received = MaxAlignedGrants(
+      r.aligned_received, r.aligned_first_window, c.window_ms);
   const std::vector<uint64_t> per_second = GrantsPerSecond(r.grants_per_ms);
   uint64_t timeline_total = 0;
   for (uint64_t n : per_second) timeline_total += n;
@@ -113,6 +117,13 @@ nlohmann::json ReportJson(const RunReport& run) {
       {"max_grants_rolling_1s_start_ms", rolling.start_ms},
       {"max_grants_certain_1s", certain.grants},
       {"max_grants_certain_1s_start_ms", certain.start_ms},
+      {"window_ms", c.window_ms},
+      {"max_grants_aligned_window_certain", aligned_certain.grants},
+      {"max_grants_aligned_window_certain_start_unix_ms",
+       aligned_certain.start_unix_ms},
+      {"max_grants_aligned_window_received", aligned_received.grants},
+      {"max_grants_aligned_window_received_start_unix_ms",
+       aligned_received.start_unix_ms},
       {"total_grants", timeline_total},
       {"undrained", r.undrained},
   };
@@ -136,6 +147,10 @@ std::string ReportText(const RunReport& run) {
   const RollingMax rolling = MaxRollingGrants(r.grants_per_ms, 1000);
   const RollingMax certain = MaxCertainGrants(
       r.grants_per_ms, r.grant_sends_per_ms, r.grants_sent_before, 1000);
+  const AlignedMax aligned_certain = MaxAlignedGrants(
+      r.aligned_certain, r.aligned_first_window, c.window_ms);
+  const AlignedMax aligned_received = MaxAlignedGrants(
+      r.aligned_received, r.aligned_first_window, c.window_ms);
   const std::vector<uint64_t> per_second = GrantsPerSecond(r.grants_per_ms);
   uint64_t timeline_total = 0;
   for (uint64_t n : per_second) timeline_total += n;
@@ -194,6 +209,12 @@ std::string ReportText(const RunReport& run) {
            " grants sent and answered within one 1000 ms window (from " +
            Format("%.3f", static_cast<double>(certain.start_ms) / 1000.0) +
            " s)");
+  line("aligned",
+       "max " + std::to_string(aligned_certain.grants) +
+           " grants sent and answered within one wall-clock-aligned " +
+           std::to_string(c.window_ms) + " ms window (at unix ms " +
+           std::to_string(aligned_certain.start_unix_ms) + "); by reply "
+           "time max " + std::to_string(aligned_received.grants));
   if (r.undrained > 0) {
     line("undrained", std::to_string(r.undrained) +
                           " requests unanswered when the run ended");

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/socket_path.h"
+
 namespace brake::bench {
 namespace {
 
@@ -33,14 +35,10 @@ Status PathTooLong(const std::string& path) {
 
 }  // namespace
 
-std::string DefaultSocketPath() {
+std::string BenchSocketPath() {
   const char* env = std::getenv("BRAKE_SOCKET");
   if (env != nullptr && *env != '\0') return env;
-  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-  if (xdg != nullptr && *xdg != '\0') {
-    return std::string(xdg) + "/brake/braked.sock";
-  }
-  return "/tmp/brake-" + std::to_string(getuid()) + "/braked.sock";
+  return brake::DefaultSocketPath();
 }
 
 bool SetNonBlocking(int fd) {

@@ -9,11 +9,10 @@
 
 namespace brake::bench {
 
-// The same rule as brake::DefaultSocketPath (common/socket_path.h, not yet
-// in brake_common when this was written), plus BRAKE_SOCKET first:
-// BRAKE_SOCKET if set and non-empty, else $XDG_RUNTIME_DIR/brake/braked.sock
-// if XDG_RUNTIME_DIR is set and non-empty, else /tmp/brake-$UID/braked.sock.
-std::string DefaultSocketPath();
+// brake-bench's default socket: BRAKE_SOCKET if set and non-empty, else
+// brake::DefaultSocketPath() (common/socket_path.h), the path braked and
+// brakectl use by default.
+std::string BenchSocketPath();
 
 // A blocking connect to `path`; on success the returned fd is non-blocking
 // and close-on-exec. Errors say what failed and why ("connect /x: No such
