@@ -239,7 +239,7 @@ std::vector<CommandSpec> MakeCommands() {
                true,
                {scope},
                nullptr,
-               RenderOk});
+               RenderDeleted});
   c.push_back({"reset",
                "reset",
                "clear the counters and spend of a scope",

@@ -79,7 +79,20 @@ void RenderPing(const json&, const json& reply, std::ostream& out) {
   out << "PONG (braked " << FormatField(reply, "version") << ")\n";
 }
 
-void RenderOk(const json&, const json&, std::ostream& out) { out << "OK\n"; }
+void RenderOk(const json&, const json& reply, std::ostream& out) {
+  const json& duplicate = Member(reply, "duplicate");
+  const bool again = duplicate.is_boolean() && duplicate.get<bool>();
+  out << (again ? "OK (already settled)\n" : "OK\n");
+}
+
+void RenderDeleted(const json& request, const json& reply, std::ostream& out) {
+  const json& deleted = Member(reply, "deleted");
+  if (deleted.is_boolean() && !deleted.get<bool>()) {
+    out << "no policy for " << FormatField(request, "scope") << '\n';
+    return;
+  }
+  out << "OK\n";
+}
 
 void RenderAcquire(const json&, const json& reply, std::ostream& out) {
   Table table;

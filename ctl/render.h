@@ -15,9 +15,13 @@ namespace brake::ctl {
 // "PONG (braked 0.1.0)"
 void RenderPing(const nlohmann::json& request, const nlohmann::json& reply,
                 std::ostream& out);
-// "OK": for ops whose reply carries nothing else.
+// "OK": for ops whose reply carries nothing else; "OK (already settled)"
+// when it says "duplicate": true (a cancel after settlement).
 void RenderOk(const nlohmann::json& request, const nlohmann::json& reply,
               std::ostream& out);
+// "OK", or "no policy for SCOPE" when the reply says "deleted": false.
+void RenderDeleted(const nlohmann::json& request, const nlohmann::json& reply,
+                   std::ostream& out);
 // Granted: "lease <id>" on the first line, then waited_ms and extras.
 // Denied: "denied <reason>", scope, limit, retry_after_ms ("never" if null),
 // cause.

@@ -25,6 +25,16 @@ TEST_CASE("ping shows the daemon version", "[ctl]") {
         "PONG (braked 0.1.0)\n");
 }
 
+TEST_CASE("plain acknowledgements say OK, or what did not happen", "[ctl]") {
+  CHECK(Render(RenderOk, R"({"ok":true})") == "OK\n");
+  CHECK(Render(RenderOk, R"({"ok":true,"duplicate":true})") ==
+        "OK (already settled)\n");
+  CHECK(Render(RenderDeleted, R"({"ok":true,"deleted":true})",
+               R"({"scope":"user:a"})") == "OK\n");
+  CHECK(Render(RenderDeleted, R"({"ok":true,"deleted":false})",
+               R"({"scope":"user:a"})") == "no policy for user:a\n");
+}
+
 TEST_CASE("a granted acquire prints the lease line first", "[ctl]") {
   CHECK(
       Render(
@@ -225,9 +235,10 @@ TEST_CASE("renderers survive replies of the wrong shape", "[ctl]") {
   const char* odd[] = {R"({"ok":true})", R"({"ok":true,"limits":5,
       "breakers":{"a":1},"spend":[],"rows":"x","policies":3,"policy":[1]})"};
   for (const char* reply : odd) {
-    for (RenderFn render : {RenderPing, RenderOk, RenderAcquire, RenderCommit,
-                            RenderStatus, RenderPolicyGet, RenderPolicyList,
-                            RenderBreakers, RenderUsage, RenderMetrics}) {
+    for (RenderFn render :
+         {RenderPing, RenderOk, RenderDeleted, RenderAcquire, RenderCommit,
+          RenderStatus, RenderPolicyGet, RenderPolicyList, RenderBreakers,
+          RenderUsage, RenderMetrics}) {
       CHECK_NOTHROW(Render(render, reply));
     }
   }
