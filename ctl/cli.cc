@@ -98,11 +98,6 @@ Result<GlobalOptions> ParseGlobalOptions(const std::vector<std::string>& args) {
   return options;
 }
 
-void UsageFailure(const Status& status, const std::string& context,
-                  std::ostream& err) {
-  err << "brakectl: " << context << status.message() << '\n';
-}
-
 // Where the socket is when neither --socket nor BRAKE_SOCKET says.
 std::string DefaultPath(const CtlEnv& env) {
   std::optional<std::string> xdg;
@@ -182,7 +177,7 @@ int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   Result<GlobalOptions> parsed = ParseGlobalOptions(args);
   if (!parsed.ok()) {
-    UsageFailure(parsed.status(), "", err);
+    err << "brakectl: " << parsed.status().message() << '\n';
     err << "Run 'brakectl help' for usage.\n";
     return kExitUsage;
   }
