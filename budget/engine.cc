@@ -110,6 +110,15 @@ const Price* Engine::GetPrice(const std::string& model) const {
   return it == prices_.end() ? nullptr : &it->second;
 }
 
+const LimitSpec* Engine::FindLimit(const std::string& scope,
+                                   const std::string& name) const {
+  const Policy* policy = PolicyFor(scope);
+  if (policy == nullptr) return nullptr;
+  for (const LimitSpec& spec : policy->limits)
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
 const Policy* Engine::PolicyFor(const std::string& scope) const {
   if (const Policy* p = GetPolicy(scope)) return p;
   std::string def = DefaultScopeOf(scope);
@@ -236,6 +245,10 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     out.denial = *worst;
     return out;
   }
+  if (req.dry_run) {
+    out.granted = true;
+    return out;
+  }
 
   Lease lease;
   lease.id = lease_prefix_ + std::to_string(next_lease_++);
@@ -290,6 +303,7 @@ void Engine::AddTotals(std::unordered_map<std::string, Totals>& map,
 // Moves a lease from reserved to settled at `actual` (nullptr: cancelled,
 // nothing spent) and releases what it charged.
 void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
+  ++settlements_;
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
   for (const LeaseCharge& c : lease.charges) {
     std::string key = LimiterKey(c.scope, c.limit);
@@ -517,12 +531,22 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
   for (const std::string& scope : lease.scopes)
     AddTotals(reserved_, scope, reserved, 1);
-  // Concurrency counts are derived from open leases, not persisted.
+  // Concurrency counts are derived from open leases, not persisted: a
+  // concurrency limiter without a stored row is made from its policy.
   for (const LeaseCharge& c : lease.charges) {
-    auto it = limiters_.find(LimiterKey(c.scope, c.limit));
-    if (it != limiters_.end() &&
-        it->second->spec().algorithm == Algorithm::kConcurrency) {
-      it->second->Charge(c.amount, now_us);
+    Limiter* l = nullptr;
+    if (auto it = limiters_.find(LimiterKey(c.scope, c.limit));
+        it != limiters_.end()) {
+      l = it->second.get();
+    } else if (const Policy* policy = PolicyFor(c.scope)) {
+      for (const LimitSpec& spec : policy->limits) {
+        if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
+          l = Instance(c.scope, spec, now_us, /*create=*/true);
+        }
+      }
+    }
+    if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
+      l->Charge(c.amount, now_us);
     }
   }
   // Lease ids of an earlier run carry its prefix, so they never collide.

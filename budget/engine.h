@@ -61,6 +61,9 @@ struct AcquireRequest {
   std::string fingerprint;  // "" when none
   int64_t tokens = 0;
   int64_t requests = 1;
+  // Evaluate only: answer as Acquire would, but charge nothing and create
+  // no lease (granted comes back without one).
+  bool dry_run = false;
 };
 
 struct Denial {
@@ -136,6 +139,13 @@ class Engine {
 
   void SetPrice(const std::string& model, Price price);
   const Price* GetPrice(const std::string& model) const;
+  // The limit `name` that applies to the concrete `scope` (its own policy or
+  // its kind's default); nullptr when none.
+  const LimitSpec* FindLimit(const std::string& scope,
+                             const std::string& name) const;
+  // Counts settlements (commit, cancel, expiry): capacity may have appeared
+  // since the count changed.
+  uint64_t settlements() const { return settlements_; }
   void set_lease_ttl_us(int64_t ttl_us) { lease_ttl_us_ = ttl_us; }
 
   // Checks every applicable limit and charges all of them, or none. Errors:
@@ -211,6 +221,7 @@ class Engine {
   std::string lease_prefix_;
   int64_t lease_ttl_us_;
   uint64_t next_lease_ = 1;
+  uint64_t settlements_ = 0;
 
   std::map<std::string, Policy> policies_;
   std::unordered_map<std::string, Price> prices_;

@@ -108,6 +108,9 @@ const std::vector<Setting>& Settings() {
                   "connection is closed"),
       INT_SETTING(max_connections, 1, 1000000, 4096, true,
                   "connections beyond this get too_many_connections"),
+      INT_SETTING(max_waiters_per_scope, 1, 1000000, 1000, false,
+                  "waiting acquires bound by one scope (and held by one "
+                  "user); beyond that queue_full"),
       INT_SETTING(max_output_bytes, 65536, 1073741824, 16777216, true,
                   "unread output a connection may hold before it is closed"),
       Setting{"on_storage_error", "closed | open", "\"closed\"", true,

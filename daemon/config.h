@@ -29,6 +29,7 @@ struct Config {
   int64_t max_line_bytes = 65'536;
   int64_t max_connections = 4096;
   int64_t max_output_bytes = 16 << 20;
+  int64_t max_waiters_per_scope = 1000;
   bool fail_open = false;  // on_storage_error: "open"
   std::string metrics_listen;
   std::map<std::string, Policy> policies;

@@ -69,9 +69,18 @@ Status Daemon::Start() {
       [this](const StorageWorker::Done& d) { OnStorageDone(d); });
   server_ = std::make_unique<Server>(&loop_, dispatcher_.get(), &config_,
                                      &stats_, this);
+  waiters_ = std::make_unique<Waiters>(
+      &loop_, engine_.get(), [this] { return clock_.NowUs(); },
+      [this](uint64_t conn, std::string line) {
+        server_->Deliver(conn, std::move(line));
+      },
+      config_.max_waiters_per_scope);
+  dispatcher_->set_waiters(waiters_.get());
   if (Status s = server_->Listen(options_.socket_path,
                                  static_cast<int>(config_.socket_mode));
       !s.ok()) {
+    dispatcher_->set_waiters(nullptr);
+    waiters_->Close(nullptr);
     worker_->Stop(nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
     worker_.reset();
@@ -112,10 +121,10 @@ Status Daemon::Start() {
       Self<Daemon>(h->data)->Seal();
     }, every, every);
   } else {
-    uv_check_start(&check_, [](uv_check_t* h) {
-      Self<Daemon>(h->data)->Seal();
-    });
   }
+  uv_check_start(&check_, [](uv_check_t* h) {
+    Self<Daemon>(h->data)->OnLoopTurn();
+  });
   Seal();  // persist what the config file changed
   Log(LogLevel::kInfo, "braked %s listening on %s (durability %s)",
       BRAKE_VERSION, options_.socket_path.c_str(),
@@ -174,6 +183,21 @@ void Daemon::ApplyConfig(const Config& config, const Config* previous) {
     }
   }
   engine_->set_lease_ttl_us(config.lease_ttl_ms * 1000);
+}
+
+// After each loop turn's I/O: wake waiters if a lease was settled (capacity
+// may have appeared) and, in strict mode, seal the turn's changes into one
+// batch.
+void Daemon::OnLoopTurn() {
+  if (engine_->settlements() != settlements_seen_) {
+    settlements_seen_ = engine_->settlements();
+    waiters_->Poke();
+  }
+  if (config_.durability == Durability::kStrict) Seal();
+}
+
+void Daemon::OnConnectionClosed(uint64_t conn) {
+  waiters_->DropConnection(conn);
 }
 
 uint64_t Daemon::SeqForReply() {
@@ -264,6 +288,8 @@ void Daemon::BeginShutdown(const char* why) {
   Log(LogLevel::kInfo, "%s: stopping; flushing state", why);
   uv_timer_stop(&housekeeping_);
   server_->StopAccepting();
+  dispatcher_->set_waiters(nullptr);
+  waiters_->Close(nullptr);  // answers every waiter: braked is stopping
   Seal();
   if (!worker_->busy()) FinishShutdown();
 }
@@ -294,6 +320,7 @@ void Daemon::FinishShutdown() {
 
 int Daemon::Run() {
   uv_run(&loop_, UV_RUN_DEFAULT);
+  waiters_.reset();
   server_.reset();
   worker_.reset();
   int rc = uv_loop_close(&loop_);

@@ -23,6 +23,7 @@
 #include "daemon/dispatcher.h"
 #include "daemon/server.h"
 #include "daemon/storage_worker.h"
+#include "daemon/waiters.h"
 
 namespace brake {
 
@@ -44,11 +45,13 @@ class Daemon : public Server::Gate {
 
   uint64_t SeqForReply() override;
   int64_t NowUs() override { return clock_.NowUs(); }
+  void OnConnectionClosed(uint64_t conn) override;
 
  private:
   Status Restore(const Snapshot& snapshot);
   void ApplyConfig(const Config& config, const Config* previous);
   void Seal();
+  void OnLoopTurn();
   void OnStorageDone(const StorageWorker::Done& done);
   void BeginShutdown(const char* why);
   void FinishShutdown();
@@ -64,6 +67,8 @@ class Daemon : public Server::Gate {
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<StorageWorker> worker_;
   std::unique_ptr<Server> server_;
+  std::unique_ptr<Waiters> waiters_;
+  uint64_t settlements_seen_ = 0;
 
   uv_signal_t sigterm_;
   uv_signal_t sigint_;

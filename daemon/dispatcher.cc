@@ -114,7 +114,9 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
     return;
   }
   json reply = json::object();
-  Status status = Run(*op, peer, request, now_us, &reply);
+  bool parked = false;
+  Status status = Run(*op, peer, request, now_us, &reply, &parked);
+  if (status.ok() && parked) return;  // the waiters answer it
   if (!status.ok()) {
     ++errors_total_;
     AppendLine(ErrorReply(id, status.code(), status.message()), out);
@@ -126,7 +128,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
 }
 
 Status Dispatcher::Run(const Op& op, const Peer& peer, const json& request,
-                       int64_t now_us, json* reply) {
+                       int64_t now_us, json* reply, bool* parked) {
   if (op.admin && !peer.admin) {
     return Status(ErrorCode::kForbidden,
                   std::string("op: ") + op.name + " is for admins only (uid " +
@@ -134,7 +136,9 @@ Status Dispatcher::Run(const Op& op, const Peer& peer, const json& request,
   }
   if (Status s = ValidateFields(op, request); !s.ok()) return s;
   OpContext ctx{this, engine_, peer, request, now_us, reply};
-  return op.handler(ctx);
+  Status status = op.handler(ctx);
+  *parked = ctx.parked;
+  return status;
 }
 
 std::string Dispatcher::OpsHelp() {

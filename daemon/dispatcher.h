@@ -25,7 +25,10 @@ namespace brake {
 struct Peer {
   uint32_t uid = 0;
   bool admin = false;
+  uint64_t conn = 0;  // the server's id of the connection
 };
+
+class Waiters;
 
 // What the server tells the dispatcher about itself, for metrics.
 struct ServerStats {
@@ -52,6 +55,10 @@ class Dispatcher {
   void set_storage_ok(bool ok) { storage_ok_ = ok; }
   bool storage_ok() const { return storage_ok_; }
 
+  // Acquires with wait_ms > 0 are handed to `waiters`, which answers them
+  // (now or later) itself; without one they are answered at once.
+  void set_waiters(Waiters* waiters) { waiters_ = waiters; }
+
   // `brakectl help`-style listing of the ops table.
   static std::string OpsHelp();
 
@@ -59,12 +66,15 @@ class Dispatcher {
 
  private:
   friend struct OpHandlers;
+  // `parked` is set when the handler handed the request on and no reply is
+  // due now.
   Status Run(const Op& op, const Peer& peer, const nlohmann::json& request,
-             int64_t now_us, nlohmann::json* reply);
+             int64_t now_us, nlohmann::json* reply, bool* parked);
 
   Engine* engine_;
   const Config* config_;
   const ServerStats* stats_;
+  Waiters* waiters_ = nullptr;
   bool storage_ok_ = true;
   // counters for metrics
   int64_t requests_total_ = 0;

@@ -26,8 +26,14 @@ Status ValidateName(std::string_view value, std::string_view field) {
     return Status::BadRequest(std::string(field) + ": longer than " +
                               std::to_string(kMaxNameBytes) + " bytes");
   }
-  for (unsigned char c : value) {
-    if (c < 0x20 || c == 0x7f) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    // C0 controls, DEL, and the C1 controls U+0080..U+009F (UTF-8 C2 80..9F):
+    // none of them is printable.
+    bool c1 = c == 0xc2 && i + 1 < value.size() &&
+              static_cast<unsigned char>(value[i + 1]) >= 0x80 &&
+              static_cast<unsigned char>(value[i + 1]) <= 0x9f;
+    if (c < 0x20 || c == 0x7f || c1) {
       return Status::BadRequest(std::string(field) +
                                 ": contains a control character");
     }

@@ -22,7 +22,7 @@ using json = nlohmann::json;
 inline constexpr size_t kMaxNameBytes = 128;
 
 // Non-empty, at most 128 bytes, no control characters (printable ASCII or
-// UTF-8 beyond ASCII).
+// UTF-8 beyond ASCII, except the C1 controls U+0080..U+009F).
 Status ValidateName(std::string_view value, std::string_view field);
 // "global", or KIND:NAME with KIND user|task|resource and NAME a valid name
 // or "*".

@@ -4,6 +4,7 @@
 
 #include "daemon/json_fields.h"
 #include "daemon/policy_codec.h"
+#include "daemon/waiters.h"
 
 namespace brake {
 
@@ -76,6 +77,15 @@ struct OpHandlers {
     a.fingerprint = Str(req, "fingerprint");
     a.tokens = Int(req, "tokens", 0);
     a.requests = Int(req, "requests", 1);
+    if (int64_t wait_ms = Int(req, "wait_ms", 0);
+        wait_ms > 0 && d.waiters_ != nullptr) {
+      auto id = req.find("id");
+      d.waiters_->Acquire(ParkRequest{ctx.peer.conn,
+                                      id == req.end() ? json(nullptr) : *id,
+                                      std::move(a), wait_ms});
+      ctx.parked = true;
+      return Status::Ok();
+    }
     auto outcome = ctx.engine->Acquire(a, ctx.now_us);
     if (!outcome.ok()) return outcome.status();
     json& reply = *ctx.reply;
@@ -111,7 +121,8 @@ struct OpHandlers {
     c.input_tokens = OptInt(req, "input_tokens");
     c.output_tokens = OptInt(req, "output_tokens");
     c.latency_ms = Int(req, "latency_ms", -1);
-    c.outcome = req.contains("outcome") ? Str(req, "outcome") : "ok";
+    c.outcome = Str(req, "outcome");  // "" when absent or null
+    if (c.outcome.empty()) c.outcome = "ok";
     auto s = ctx.engine->Commit(c, ctx.now_us);
     if (!s.ok()) return s.status();
     ++ctx.dispatcher->commits_;

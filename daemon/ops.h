@@ -44,6 +44,7 @@ struct OpContext {
   const nlohmann::json& request;
   int64_t now_us;
   nlohmann::json* reply;
+  bool parked = false;  // set by a handler that answers later
 };
 
 struct Dispatcher::Op {

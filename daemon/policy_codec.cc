@@ -196,6 +196,13 @@ Result<Policy> ParsePolicy(const json& j, const std::string& field) {
     return Status::BadRequest((field.empty() ? "policy" : field) +
                               ": must be an object");
   }
+  // An unknown key is refused, not ignored: a misspelt "limits" in a config
+  // file must not silently become a policy without limits.
+  for (const auto& [key, value] : j.items()) {
+    if (key != "limits" && key != "breaker") {
+      return Status::BadRequest(prefix + key + ": not a field of a policy");
+    }
+  }
   Policy policy;
   json canonical = json::object();
   json limits = json::array();

@@ -24,7 +24,7 @@ namespace brake {
 Result<LimitSpec> ParseLimit(const nlohmann::json& j, const std::string& field);
 // {"limits":[LIMIT...],"breaker":{...}}; `field` prefixes messages ("" for a
 // request, "policies.user:*" for the config file). Limit names must be
-// unique within a policy.
+// unique within a policy; keys other than limits and breaker are refused.
 Result<Policy> ParsePolicy(const nlohmann::json& j, const std::string& field);
 // Parses a policy from its canonical text (as stored).
 Result<Policy> ParsePolicyText(std::string_view text);

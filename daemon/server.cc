@@ -142,6 +142,8 @@ void Server::OnConnection(uv_stream_t* listener, int status) {
     return;
   }
   self->connections_.insert(c);
+  c->peer.conn = self->next_conn_id_++;
+  self->by_id_[c->peer.conn] = c;
   ++self->stats_->connections_total;
   self->stats_->connections = static_cast<int64_t>(self->connections_.size());
   if (static_cast<int64_t>(self->connections_.size()) >
@@ -160,7 +162,7 @@ void Server::OnConnection(uv_stream_t* listener, int status) {
     return;
   }
   c->peer.uid = uid;
-  c->peer.admin = uid == getuid();
+  c->peer.admin = uid == getuid();  // conn was set at accept
   for (int64_t admin : self->config_->admin_uids)
     if (admin == static_cast<int64_t>(uid)) c->peer.admin = true;
   uv_read_start(reinterpret_cast<uv_stream_t*>(&c->pipe), &Server::OnAlloc,
@@ -227,7 +229,13 @@ void Server::HandleLine(Connection* c, std::string_view line) {
   if (line.empty()) return;  // blank lines are not requests
   reply_.clear();
   dispatcher_->Handle(c->peer, line, gate_->NowUs(), &reply_);
-  Queue(c, gate_->SeqForReply(), reply_);
+  if (!reply_.empty()) Queue(c, gate_->SeqForReply(), reply_);
+}
+
+void Server::Deliver(uint64_t conn, std::string line) {
+  auto it = by_id_.find(conn);
+  if (it == by_id_.end() || it->second->closing) return;
+  Queue(it->second, gate_->SeqForReply(), std::move(line));
 }
 
 void Server::Queue(Connection* c, uint64_t seq, std::string data) {
@@ -311,6 +319,8 @@ void Server::CloseConnection(Connection* c) {
   if (c->closing) return;
   c->closing = true;
   holding_.erase(c);
+  by_id_.erase(c->peer.conn);
+  gate_->OnConnectionClosed(c->peer.conn);
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
   // Shut down after queued writes (an error line must reach the client),
   // then close.

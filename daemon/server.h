@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <uv.h>
@@ -37,6 +38,8 @@ class Server {
     virtual uint64_t SeqForReply() = 0;
     // The daemon's clock, sampled once per request.
     virtual int64_t NowUs() = 0;
+    // A connection is gone (its waiters must go too).
+    virtual void OnConnectionClosed(uint64_t conn) = 0;
   };
 
   Server(uv_loop_t* loop, Dispatcher* dispatcher, const Config* config,
@@ -48,6 +51,9 @@ class Server {
   // Binds and listens on `path` with `mode`. A stale socket file (nobody
   // answers on it) is replaced; a live one is not: kUnavailable.
   Status Listen(const std::string& path, int mode);
+  // Queues a reply line for connection `conn` (if it is still open), behind
+  // its earlier replies and gated like them.
+  void Deliver(uint64_t conn, std::string line);
   // Writes every held reply whose batch is <= `seq`.
   void Release(uint64_t seq);
   // Turns every held reply whose batch is <= `seq` into an `unavailable`
@@ -82,6 +88,8 @@ class Server {
   bool listener_closed_ = true;
   std::string path_;
   std::unordered_set<Connection*> connections_;
+  std::unordered_map<uint64_t, Connection*> by_id_;
+  uint64_t next_conn_id_ = 1;
   std::unordered_set<Connection*> holding_;  // connections with held replies
   std::function<void()> on_closed_;
   bool closing_ = false;

@@ -1,0 +1,59 @@
+#include "daemon/replies.h"
+
+#include "daemon/json_fields.h"
+
+namespace brake {
+
+using json = nlohmann::json;
+
+json RetryAfterMs(int64_t retry_after_us) {
+  if (retry_after_us == kNever) return nullptr;
+  return (retry_after_us + 999) / 1000;  // waiting that long is enough
+}
+
+void FillDenial(const Denial& denial, json* reply) {
+  (*reply)["granted"] = false;
+  (*reply)["reason"] = ReasonName(denial.reason);
+  (*reply)["scope"] = denial.scope;
+  (*reply)["limit"] = denial.limit;
+  (*reply)["retry_after_ms"] = RetryAfterMs(denial.retry_after_us);
+}
+
+void FillAcquireReply(const AcquireOutcome& outcome, int64_t waited_ms,
+                      json* reply) {
+  if (outcome.granted) {
+    (*reply)["granted"] = true;
+    (*reply)["lease"] = outcome.lease;
+    (*reply)["waited_ms"] = waited_ms;
+    json remaining = json::object();
+    const Remaining& r = outcome.remaining;
+    if (r.requests) remaining["requests"] = *r.requests;
+    if (r.tokens) remaining["tokens"] = *r.tokens;
+    if (r.usd_nano) remaining["usd"] = NanoToUsd(*r.usd_nano);
+    if (!remaining.empty()) (*reply)["remaining"] = std::move(remaining);
+  } else {
+    FillDenial(outcome.denial, reply);
+  }
+  if (!outcome.shadow.empty()) (*reply)["shadow"] = outcome.shadow;
+}
+
+std::string OkLine(const json& id, json fields) {
+  if (!id.is_null()) fields["id"] = id;
+  fields["ok"] = true;
+  std::string line = fields.dump(-1, ' ', false, json::error_handler_t::replace);
+  line.push_back('\n');
+  return line;
+}
+
+std::string ErrorLineWithId(const json& id, ErrorCode code,
+                            const std::string& message) {
+  json reply = json::object();
+  if (!id.is_null()) reply["id"] = id;
+  reply["ok"] = false;
+  reply["error"] = {{"code", ErrorCodeName(code)}, {"message", message}};
+  std::string line = reply.dump(-1, ' ', false, json::error_handler_t::replace);
+  line.push_back('\n');
+  return line;
+}
+
+}  // namespace brake

@@ -1,0 +1,252 @@
+#include "daemon/waiters.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "daemon/replies.h"
+
+namespace brake {
+
+using json = nlohmann::json;
+
+Waiters::Waiters(uv_loop_t* loop, Engine* engine,
+                 std::function<int64_t()> now_us, Send send,
+                 int64_t max_per_scope)
+    : loop_(loop),
+      engine_(engine),
+      now_us_(std::move(now_us)),
+      send_(std::move(send)),
+      max_per_scope_(max_per_scope) {
+  uv_timer_init(loop_, &timer_);
+  timer_.data = this;
+}
+
+Waiters::~Waiters() = default;
+
+void Waiters::Acquire(ParkRequest park) {
+  const int64_t now = now_us_();
+  const std::string& user = park.request.user;
+  if (auto n = user_count_.find(user);
+      n != user_count_.end() && n->second >= max_per_scope_) {
+    Denial d{Reason::kQueueFull, "user:" + user, "", kNever};
+    json reply = json::object();
+    FillDenial(d, &reply);
+    send_(park.conn, OkLine(park.id, std::move(reply)));
+    return;
+  }
+  uint64_t id = next_id_++;
+  Waiter w;
+  w.conn = park.conn;
+  w.id = std::move(park.id);
+  w.request = park.request;
+  w.enqueued_us = now;
+  w.deadline_us = now + park.wait_ms * 1000;
+  w.retry_at_us = now;
+  waiters_.emplace(id, std::move(w));
+  by_conn_.emplace(park.conn, id);
+  ++user_count_[user];
+  // Queue first, then serve: a newcomer is tried in its fair turn, behind
+  // whoever of its user already waits, never ahead of them.
+  queue_.Push(id, park.request.user, park.request.task);
+  queue_.Serve([this, now](uint64_t wid) { return Try(wid, now); });
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) {  // answered at once
+    Arm();
+    return;
+  }
+  Waiter& mine = it->second;
+  if (mine.bound_key.empty()) {
+    // Not offered (others of its task are ahead): learn what binds it
+    // without charging anything.
+    AcquireRequest probe = mine.request;
+    probe.dry_run = true;
+    auto outcome = engine_->Acquire(probe, now);
+    if (outcome.ok() && !outcome->granted) {
+      Bind(mine, outcome->denial, now);
+    } else {
+      mine.bound_key = "user:" + user;  // waits only for its turn
+      ++bound_count_[mine.bound_key];
+    }
+  }
+  if (std::optional<Reason> refuse = Admission(mine, park.wait_ms)) {
+    Denial d = mine.last;
+    d.reason = *refuse;
+    d.retry_after_us =
+        mine.retry_at_us == kNever ? kNever : mine.retry_at_us - now;
+    json reply = json::object();
+    FillDenial(d, &reply);
+    queue_.Remove(id);
+    Answer(id, OkLine(mine.id, std::move(reply)));
+  }
+  Arm();
+}
+
+std::optional<Reason> Waiters::Admission(const Waiter& w,
+                                         int64_t wait_ms) const {
+  auto n = bound_count_.find(w.bound_key);
+  int64_t ahead = n == bound_count_.end() ? 0 : n->second - 1;  // not itself
+  int64_t retry = w.retry_at_us == kNever ? kNever
+                                          : w.retry_at_us - w.enqueued_us;
+  const Denial& d = w.last;
+  const LimitSpec* spec = engine_->FindLimit(d.scope, d.limit);
+  if (spec != nullptr && spec->algorithm == Algorithm::kLeakyBucket) {
+    // Its slot on the bucket's schedule lies behind everyone ahead of it.
+    if (ahead >= spec->queue) return Reason::kQueueFull;
+    int64_t interval_us = std::max<int64_t>(
+        1, spec->per_ms * 1000 / std::max<int64_t>(1, spec->rate));
+    if (retry != kNever) retry += ahead * interval_us;
+  } else if (ahead >= max_per_scope_) {
+    return Reason::kQueueFull;
+  }
+  if (retry != kNever && retry > wait_ms * 1000) return Reason::kTimeout;
+  return std::nullopt;
+}
+
+void Waiters::Bind(Waiter& w, const Denial& d, int64_t now_us) {
+  if (w.bound_key.empty()) {
+    const LimitSpec* spec = engine_->FindLimit(d.scope, d.limit);
+    w.bound_key = spec != nullptr && spec->algorithm == Algorithm::kLeakyBucket
+                      ? d.scope + "/" + d.limit
+                      : d.scope;
+    ++bound_count_[w.bound_key];
+  }
+  w.last = d;
+  w.retry_at_us =
+      d.retry_after_us == kNever ? kNever : now_us + d.retry_after_us;
+}
+
+void Waiters::Unbind(const Waiter& w) {
+  if (!w.bound_key.empty()) {
+    auto n = bound_count_.find(w.bound_key);
+    if (n != bound_count_.end() && --n->second <= 0) bound_count_.erase(n);
+  }
+  auto u = user_count_.find(w.request.user);
+  if (u != user_count_.end() && --u->second <= 0) user_count_.erase(u);
+}
+
+bool Waiters::Try(uint64_t id, int64_t now_us) {
+  Waiter& w = waiters_.at(id);
+  auto outcome = engine_->Acquire(w.request, now_us);
+  if (!outcome.ok()) {
+    Answer(id, ErrorLineWithId(w.id, outcome.status().code(),
+                               outcome.status().message()));
+    return true;
+  }
+  if (outcome->granted) {
+    json reply = json::object();
+    FillAcquireReply(*outcome, (now_us - w.enqueued_us) / 1000, &reply);
+    Answer(id, OkLine(w.id, std::move(reply)));
+    return true;
+  }
+  const Denial& d = outcome->denial;
+  if (d.reason == Reason::kTooLarge ||
+      (d.retry_after_us == kNever && d.reason != Reason::kConcurrency)) {
+    json reply = json::object();
+    FillAcquireReply(*outcome, 0, &reply);
+    Answer(id, OkLine(w.id, std::move(reply)));
+    return true;
+  }
+  Bind(w, d, now_us);
+  return false;
+}
+
+void Waiters::Answer(uint64_t id, std::string line) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return;
+  Waiter& w = it->second;
+  Unbind(w);
+  auto range = by_conn_.equal_range(w.conn);
+  for (auto c = range.first; c != range.second; ++c) {
+    if (c->second == id) {
+      by_conn_.erase(c);
+      break;
+    }
+  }
+  uint64_t conn = w.conn;
+  waiters_.erase(it);
+  send_(conn, std::move(line));
+}
+
+void Waiters::Wake() {
+  if (closed_) return;
+  const int64_t now = now_us_();
+  queue_.Serve([this, now](uint64_t id) { return Try(id, now); });
+  // Past its deadline, or unable to be granted before it: timeout.
+  std::vector<uint64_t> expired;
+  for (const auto& [id, w] : waiters_) {
+    if (now >= w.deadline_us ||
+        (w.retry_at_us != kNever && w.retry_at_us > w.deadline_us)) {
+      expired.push_back(id);
+    }
+  }
+  for (uint64_t id : expired) {
+    Waiter& w = waiters_.at(id);
+    Denial d = w.last;
+    d.reason = Reason::kTimeout;
+    d.retry_after_us =
+        w.retry_at_us == kNever ? kNever : std::max<int64_t>(0, w.retry_at_us - now);
+    json reply = json::object();
+    FillDenial(d, &reply);
+    reply["waited_ms"] = (now - w.enqueued_us) / 1000;
+    queue_.Remove(id);
+    Answer(id, OkLine(w.id, std::move(reply)));
+  }
+  Arm();
+}
+
+void Waiters::Arm() {
+  if (closed_) return;
+  if (waiters_.empty()) {
+    uv_timer_stop(&timer_);
+    return;
+  }
+  int64_t earliest = std::numeric_limits<int64_t>::max();
+  for (const auto& [id, w] : waiters_) {
+    earliest = std::min(earliest, w.deadline_us);
+    if (w.retry_at_us != kNever) earliest = std::min(earliest, w.retry_at_us);
+  }
+  int64_t delay_us = std::max<int64_t>(0, earliest - now_us_());
+  uint64_t delay_ms = static_cast<uint64_t>((delay_us + 999) / 1000);
+  uv_timer_start(&timer_, [](uv_timer_t* t) {
+    static_cast<Waiters*>(t->data)->Wake();
+  }, delay_ms, 0);
+}
+
+void Waiters::Poke() {
+  if (closed_ || waiters_.empty()) return;
+  uv_timer_start(&timer_, [](uv_timer_t* t) {
+    static_cast<Waiters*>(t->data)->Wake();
+  }, 0, 0);
+}
+
+void Waiters::DropConnection(uint64_t conn) {
+  auto range = by_conn_.equal_range(conn);
+  std::vector<uint64_t> ids;
+  for (auto it = range.first; it != range.second; ++it) ids.push_back(it->second);
+  for (uint64_t id : ids) {
+    Unbind(waiters_.at(id));
+    queue_.Remove(id);
+    waiters_.erase(id);
+  }
+  by_conn_.erase(conn);
+  Arm();
+}
+
+void Waiters::Close(std::function<void()> on_closed) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, w] : waiters_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    queue_.Remove(id);
+    Answer(id, ErrorLineWithId(waiters_.at(id).id, ErrorCode::kUnavailable,
+                               "braked is stopping"));
+  }
+  closed_ = true;
+  on_closed_ = std::move(on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), [](uv_handle_t* h) {
+    auto* self = static_cast<Waiters*>(h->data);
+    if (self->on_closed_) self->on_closed_();
+  });
+}
+
+}  // namespace brake
