@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <utility>
 
+#include "daemon/json_fields.h"
 #include "daemon/log.h"
+#include "daemon/replies.h"
 #include "daemon/policy_codec.h"
 
 namespace brake {
@@ -76,6 +78,7 @@ Status Daemon::Start() {
       },
       config_.max_waiters_per_scope);
   dispatcher_->set_waiters(waiters_.get());
+  dispatcher_->set_deferred(this);
   if (Status s = server_->Listen(options_.socket_path,
                                  static_cast<int>(config_.socket_mode));
       !s.ok()) {
@@ -198,6 +201,35 @@ void Daemon::OnLoopTurn() {
 
 void Daemon::OnConnectionClosed(uint64_t conn) {
   waiters_->DropConnection(conn);
+}
+
+void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
+  Seal();  // the ledger must hold every settlement made before the question
+  auto result = std::make_shared<Result<std::vector<UsageTotal>>>(
+      Status::Internal("usage: not run"));
+  worker_->Run(
+      [query = std::move(query), result](Store& store) {
+        *result = store.QueryUsage(query);
+      },
+      [this, conn, id = std::move(id), result] {
+        if (!result->ok()) {
+          server_->Resume(conn, ErrorLineWithId(id, result->status().code(),
+                                                result->status().message()));
+          return;
+        }
+        nlohmann::json rows = nlohmann::json::array();
+        for (const UsageTotal& t : result->value()) {
+          rows.push_back({{"key", t.key},
+                          {"calls", t.calls},
+                          {"requests", t.requests},
+                          {"tokens", t.tokens},
+                          {"input_tokens", t.input_tokens},
+                          {"output_tokens", t.output_tokens},
+                          {"usd", NanoToUsd(t.usd_nano)},
+                          {"expired", t.expired}});
+        }
+        server_->Resume(conn, OkLine(id, {{"rows", std::move(rows)}}));
+      });
 }
 
 uint64_t Daemon::SeqForReply() {

@@ -33,7 +33,7 @@ struct DaemonOptions {
   std::string config_path;  // "" for the embedded defaults
 };
 
-class Daemon : public Server::Gate {
+class Daemon : public Server::Gate, public DeferredOps {
  public:
   explicit Daemon(DaemonOptions options);
   ~Daemon() override;
@@ -46,6 +46,7 @@ class Daemon : public Server::Gate {
   uint64_t SeqForReply() override;
   int64_t NowUs() override { return clock_.NowUs(); }
   void OnConnectionClosed(uint64_t conn) override;
+  void Usage(uint64_t conn, nlohmann::json id, UsageQuery query) override;
 
  private:
   Status Restore(const Snapshot& snapshot);

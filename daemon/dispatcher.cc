@@ -116,7 +116,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
   json reply = json::object();
   bool parked = false;
   Status status = Run(*op, peer, request, now_us, &reply, &parked);
-  if (status.ok() && parked) return;  // the waiters answer it
+  if (status.ok() && parked) return;  // the waiters or deferred ops answer it
   if (!status.ok()) {
     ++errors_total_;
     AppendLine(ErrorReply(id, status.code(), status.message()), out);

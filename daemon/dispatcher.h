@@ -29,6 +29,16 @@ struct Peer {
 };
 
 class Waiters;
+struct UsageQuery;
+
+// Ops answered off the loop thread (they read the database). The answer is
+// given through Server::Resume; the connection reads nothing more until
+// then, so replies stay in request order.
+class DeferredOps {
+ public:
+  virtual ~DeferredOps() = default;
+  virtual void Usage(uint64_t conn, nlohmann::json id, UsageQuery query) = 0;
+};
 
 // What the server tells the dispatcher about itself, for metrics.
 struct ServerStats {
@@ -58,6 +68,13 @@ class Dispatcher {
   // Acquires with wait_ms > 0 are handed to `waiters`, which answers them
   // (now or later) itself; without one they are answered at once.
   void set_waiters(Waiters* waiters) { waiters_ = waiters; }
+  void set_deferred(DeferredOps* deferred) { deferred_ops_ = deferred; }
+  // True (once) when the last Handle deferred its answer.
+  bool TakeDeferred() {
+    bool d = deferred_;
+    deferred_ = false;
+    return d;
+  }
 
   // `brakectl help`-style listing of the ops table.
   static std::string OpsHelp();
@@ -75,6 +92,8 @@ class Dispatcher {
   const Config* config_;
   const ServerStats* stats_;
   Waiters* waiters_ = nullptr;
+  DeferredOps* deferred_ops_ = nullptr;
+  bool deferred_ = false;
   bool storage_ok_ = true;
   // counters for metrics
   int64_t requests_total_ = 0;

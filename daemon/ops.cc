@@ -5,6 +5,7 @@
 #include "daemon/json_fields.h"
 #include "daemon/policy_codec.h"
 #include "daemon/waiters.h"
+#include "storage/store.h"
 
 namespace brake {
 
@@ -233,6 +234,26 @@ struct OpHandlers {
     return Status::Ok();
   }
 
+  static Status Usage(OpContext& ctx) {
+    Dispatcher& d = *ctx.dispatcher;
+    if (d.deferred_ops_ == nullptr) {
+      return Status::Unavailable("usage: the ledger is not available here");
+    }
+    const json& req = ctx.request;
+    UsageQuery q;
+    q.user = Str(req, "user");
+    q.task = Str(req, "task");
+    q.since_ms = Int(req, "since_ms", 0);
+    q.by = req.contains("by") ? Str(req, "by") : "task";
+    if (q.by == "total") q.by = "";
+    auto id = req.find("id");
+    d.deferred_ops_->Usage(ctx.peer.conn, id == req.end() ? json(nullptr) : *id,
+                           std::move(q));
+    d.deferred_ = true;
+    ctx.parked = true;
+    return Status::Ok();
+  }
+
   static Status Metrics(OpContext& ctx) {
     Dispatcher& d = *ctx.dispatcher;
     const ServerStats& s = *d.stats_;
@@ -365,6 +386,14 @@ const std::vector<Dispatcher::Op> kOps = {
       {"input_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000},
       {"output_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000}},
      &OpHandlers::PricesSet},
+    {"usage",
+     false,
+     "settled usage of a user from the ledger, by task, model or day",
+     {{"user", FieldKind::kName, true},
+      {"task", FieldKind::kName},
+      {"since_ms", FieldKind::kInt, false, 0, 253402300799999},
+      {"by", FieldKind::kEnum, false, 0, 0, "task|model|day|total"}},
+     &OpHandlers::Usage},
     {"metrics", false, "Prometheus text exposition", {},
      &OpHandlers::Metrics},
 };

@@ -25,6 +25,7 @@ struct Server::Connection {
   size_t held_bytes = 0;
   bool closing = false;
   bool close_after_write = false;
+  bool paused = false;  // a deferred request is being answered
 };
 
 namespace {
@@ -181,12 +182,16 @@ void Server::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     self->CloseConnection(c);
     return;
   }
-  const size_t max_line = static_cast<size_t>(self->config_->max_line_bytes);
-  const char* data = buf->base;
-  const size_t n = static_cast<size_t>(nread);
+  self->Consume(c, buf->base, static_cast<size_t>(nread));
+}
+
+void Server::Consume(Connection* c, const char* data, size_t n) {
+  const size_t max_line = static_cast<size_t>(config_->max_line_bytes);
+  Server* self = this;
+  uv_stream_t* stream = reinterpret_cast<uv_stream_t*>(&c->pipe);
   size_t pos = 0;
   bool too_long = false;
-  while (pos < n && !c->closing && !c->close_after_write) {
+  while (pos < n && !c->closing && !c->close_after_write && !c->paused) {
     const char* nl =
         static_cast<const char*>(memchr(data + pos, '\n', n - pos));
     if (nl == nullptr) break;
@@ -206,6 +211,12 @@ void Server::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     pos += len + 1;
   }
   if (c->closing || c->close_after_write) return;
+  if (c->paused) {
+    // A deferred request answers later, in order: hold what follows it.
+    c->in.insert(0, data + pos, n - pos);
+    uv_read_stop(stream);
+    return;
+  }
   if (!too_long && pos < n) {
     c->in.append(data + pos, n - pos);
     too_long = c->in.size() > max_line;
@@ -229,7 +240,24 @@ void Server::HandleLine(Connection* c, std::string_view line) {
   if (line.empty()) return;  // blank lines are not requests
   reply_.clear();
   dispatcher_->Handle(c->peer, line, gate_->NowUs(), &reply_);
+  if (dispatcher_->TakeDeferred()) c->paused = true;
   if (!reply_.empty()) Queue(c, gate_->SeqForReply(), reply_);
+}
+
+void Server::Resume(uint64_t conn, std::string line) {
+  auto it = by_id_.find(conn);
+  if (it == by_id_.end()) return;
+  Connection* c = it->second;
+  c->paused = false;
+  if (c->closing) return;
+  Queue(c, gate_->SeqForReply(), std::move(line));
+  std::string pending = std::move(c->in);
+  c->in.clear();
+  Consume(c, pending.data(), pending.size());
+  if (!c->paused && !c->closing && !c->close_after_write && listening_) {
+    uv_read_start(reinterpret_cast<uv_stream_t*>(&c->pipe), &Server::OnAlloc,
+                  &Server::OnRead);
+  }
 }
 
 void Server::Deliver(uint64_t conn, std::string line) {

@@ -54,6 +54,9 @@ class Server {
   // Queues a reply line for connection `conn` (if it is still open), behind
   // its earlier replies and gated like them.
   void Deliver(uint64_t conn, std::string line);
+  // Answers a deferred request of `conn` with `line` and resumes reading
+  // the requests behind it.
+  void Resume(uint64_t conn, std::string line);
   // Writes every held reply whose batch is <= `seq`.
   void Release(uint64_t seq);
   // Turns every held reply whose batch is <= `seq` into an `unavailable`
@@ -72,6 +75,8 @@ class Server {
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   void HandleLine(Connection* c, std::string_view line);
+  // Handles the complete lines in data[0, n), keeping the rest as `in`.
+  void Consume(Connection* c, const char* data, size_t n);
   void Queue(Connection* c, uint64_t seq, std::string data);
   void Flush(Connection* c);
   void Write(Connection* c, std::string data);

@@ -67,16 +67,11 @@ void StorageWorker::ThreadMain() {
       any_batch = true;
     }
     uint64_t seq = 0;
-    std::deque<std::function<void()>> thens;
     for (Job& job : jobs) {
-      if (job.is_batch) {
-        seq = std::max(seq, job.batch.seq);
-        merged.Append(std::move(job.batch));
-        any_batch = true;
-      } else {
-        job.read(*store_);
-        thens.push_back(std::move(job.then));
-      }
+      if (!job.is_batch) continue;
+      seq = std::max(seq, job.batch.seq);
+      merged.Append(std::move(job.batch));
+      any_batch = true;
     }
     Done done;
     if (any_batch) {
@@ -90,6 +85,14 @@ void StorageWorker::ThreadMain() {
         failed = std::move(merged);
         have_failed = true;
       }
+    }
+    // Reads run after the batches queued with them, so they see every
+    // change the loop made before asking.
+    std::deque<std::function<void()>> thens;
+    for (Job& job : jobs) {
+      if (job.is_batch) continue;
+      job.read(*store_);
+      thens.push_back(std::move(job.then));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
