@@ -1,5 +1,6 @@
 #include "daemon/policy_codec.h"
 
+#include <cstdio>
 #include <set>
 
 #include "daemon/json_fields.h"
@@ -243,27 +244,81 @@ Result<Policy> ParsePolicyText(std::string_view text) {
   return ParsePolicy(j, "policy");
 }
 
-std::string EncodeLease(const Lease& l) {
-  json charges = json::array();
-  for (const LeaseCharge& c : l.charges) {
-    charges.push_back(json::array(
-        {c.scope, c.limit, ResourceName(c.resource), c.amount}));
+namespace {
+
+void AppendString(std::string* out, std::string_view v) {
+  out->push_back('"');
+  for (char ch : v) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(ch);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out->append(buf);
+    } else {
+      out->push_back(ch);  // requests were parsed as UTF-8, so this is too
+    }
   }
-  json j = {{"id", l.id},
-            {"user", l.user},
-            {"task", l.task},
-            {"parent", l.parent},
-            {"resource", l.resource},
-            {"model", l.model},
-            {"fingerprint", l.fingerprint},
-            {"requests", l.requests},
-            {"tokens", l.tokens},
-            {"usd_nano", l.usd_nano},
-            {"granted_at_us", l.granted_at_us},
-            {"expires_at_us", l.expires_at_us},
-            {"scopes", l.scopes},
-            {"charges", std::move(charges)}};
-  return j.dump();
+  out->push_back('"');
+}
+
+void AppendField(std::string* out, const char* key, std::string_view v) {
+  out->push_back(',');
+  AppendString(out, key);
+  out->push_back(':');
+  AppendString(out, v);
+}
+
+void AppendField(std::string* out, const char* key, int64_t v) {
+  out->push_back(',');
+  AppendString(out, key);
+  out->push_back(':');
+  out->append(std::to_string(v));
+}
+
+}  // namespace
+
+// Written by hand: it runs for every granted acquire, and building an
+// nlohmann object per lease cost more than the whole decision.
+std::string EncodeLease(const Lease& l) {
+  std::string out;
+  out.reserve(256);
+  out += "{\"id\":";
+  AppendString(&out, l.id);
+  AppendField(&out, "user", l.user);
+  AppendField(&out, "task", l.task);
+  AppendField(&out, "parent", l.parent);
+  AppendField(&out, "resource", l.resource);
+  AppendField(&out, "model", l.model);
+  AppendField(&out, "fingerprint", l.fingerprint);
+  AppendField(&out, "requests", l.requests);
+  AppendField(&out, "tokens", l.tokens);
+  AppendField(&out, "usd_nano", l.usd_nano);
+  AppendField(&out, "granted_at_us", l.granted_at_us);
+  AppendField(&out, "expires_at_us", l.expires_at_us);
+  out += ",\"scopes\":[";
+  for (size_t i = 0; i < l.scopes.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendString(&out, l.scopes[i]);
+  }
+  out += "],\"charges\":[";
+  for (size_t i = 0; i < l.charges.size(); ++i) {
+    const LeaseCharge& c = l.charges[i];
+    if (i > 0) out.push_back(',');
+    out.push_back('[');
+    AppendString(&out, c.scope);
+    out.push_back(',');
+    AppendString(&out, c.limit);
+    out.push_back(',');
+    AppendString(&out, ResourceName(c.resource));
+    out.push_back(',');
+    out.append(std::to_string(c.amount));
+    out.push_back(']');
+  }
+  out += "]}";
+  return out;
 }
 
 Result<Lease> DecodeLease(std::string_view text) {
