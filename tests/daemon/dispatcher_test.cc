@@ -1,0 +1,699 @@
+// Dispatcher: JSON request lines in, JSON reply lines out, per PROTOCOL.md.
+// No daemon, no sockets: Handle() is driven directly with explicit clocks.
+#include "daemon/dispatcher.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "budget/calendar.h"
+#include "budget/engine.h"
+#include "daemon/config.h"
+
+namespace brake {
+namespace {
+
+using nlohmann::json;
+
+// 2024-03-01 10:00:00 UTC.
+const int64_t kT0 = DaysFromCivil({2024, 3, 1}) * kUsPerDay + 10 * kUsPerHour;
+constexpr int64_t kFourteenHoursMs = 14 * 3'600'000;
+
+const Peer kAdmin{0, true};
+const Peer kUser{1000, false};
+
+class Harness {
+ public:
+  Harness() : engine_("L", config_.lease_ttl_ms * 1000) {}
+
+  // Sends one line and parses the one reply line it must produce.
+  json Call(const std::string& line, const Peer& peer = kAdmin,
+            int64_t now_us = kT0) {
+    std::string out;
+    dispatcher_.Handle(peer, line, now_us, &out);
+    REQUIRE_FALSE(out.empty());
+    REQUIRE(out.back() == '\n');
+    REQUIRE(out.find('\n') == out.size() - 1);  // exactly one line
+    json reply = json::parse(out, nullptr, /*allow_exceptions=*/false);
+    REQUIRE(reply.is_object());
+    REQUIRE(reply.contains("ok"));
+    return reply;
+  }
+  json Call(const json& request, const Peer& peer = kAdmin,
+            int64_t now_us = kT0) {
+    return Call(request.dump(), peer, now_us);
+  }
+  // A call that must succeed.
+  json Ok(const json& request, const Peer& peer = kAdmin,
+          int64_t now_us = kT0) {
+    json reply = Call(request, peer, now_us);
+    INFO(reply.dump());
+    REQUIRE(reply["ok"] == true);
+    REQUIRE_FALSE(reply.contains("error"));
+    return reply;
+  }
+
+  Engine& engine() { return engine_; }
+  Config& config() { return config_; }
+  Dispatcher& dispatcher() { return dispatcher_; }
+
+ private:
+  Config config_;
+  ServerStats stats_;
+  Engine engine_;
+  Dispatcher dispatcher_{&engine_, &config_, &stats_};
+};
+
+// Checks an error reply: its shape, code and the field its message names.
+void CheckError(const json& reply, const std::string& code,
+                const std::string& prefix) {
+  INFO(reply.dump());
+  CHECK(reply["ok"] == false);
+  REQUIRE(reply.contains("error"));
+  const json& error = reply["error"];
+  CHECK(error["code"] == code);
+  REQUIRE(error["message"].is_string());
+  const std::string message = error["message"].get<std::string>();
+  CHECK(message.rfind(prefix, 0) == 0);
+  CHECK(error.size() == 2);
+  for (const auto& [key, value] : reply.items()) {
+    CHECK((key == "ok" || key == "error" || key == "id"));
+  }
+}
+
+json Policy1(const std::string& scope, const json& limits) {
+  return {{"op", "policy.set"}, {"scope", scope}, {"limits", limits}};
+}
+
+json Acq(const std::string& user, const std::string& task,
+         int64_t tokens = 0) {
+  return {{"op", "acquire"}, {"user", user}, {"task", task},
+          {"tokens", tokens}};
+}
+
+const json kDailyUsd = {{"name", "daily"},
+                        {"resource", "usd"},
+                        {"algorithm", "quota"},
+                        {"limit", 5.0},
+                        {"period", "day"}};
+const json kRpm = {{"name", "rpm"},
+                   {"resource", "requests"},
+                   {"algorithm", "fixed_window"},
+                   {"limit", 2},
+                   {"window_ms", 60000}};
+
+TEST_CASE("dispatcher: ping", "[dispatcher]") {
+  Harness h;
+  json reply = h.Ok(json{{"op", "ping"}}, kUser);
+  CHECK(reply["version"] == BRAKE_VERSION);
+  CHECK_FALSE(reply.contains("id"));
+  CHECK(reply.size() == 2);
+}
+
+TEST_CASE("dispatcher: id is echoed as given", "[dispatcher]") {
+  Harness h;
+  SECTION("integer") {
+    CHECK(h.Ok(json{{"id", 7}, {"op", "ping"}})["id"] == 7);
+    CHECK(h.Ok(json{{"id", -3}, {"op", "ping"}})["id"] == -3);
+    json big = h.Call(std::string(R"({"id":18446744073709551615,"op":"ping"})"));
+    CHECK(big["id"].get<uint64_t>() == 18446744073709551615ull);
+  }
+  SECTION("string") {
+    CHECK(h.Ok(json{{"id", "req-1"}, {"op", "ping"}})["id"] == "req-1");
+    CHECK(h.Ok(json{{"id", ""}, {"op", "ping"}})["id"] == "");
+  }
+  SECTION("on errors too") {
+    json reply = h.Call(json{{"id", 9}, {"op", "nope"}});
+    CheckError(reply, "unknown_op", "op:");
+    CHECK(reply["id"] == 9);
+    reply = h.Call(json{{"id", "x"}, {"op", "acquire"}, {"user", "a"}});
+    CheckError(reply, "bad_request", "task:");
+    CHECK(reply["id"] == "x");
+    reply = h.Call(json{{"id", "y"}, {"op", "policy.list"}}, kUser);
+    CheckError(reply, "forbidden", "op:");
+    CHECK(reply["id"] == "y");
+  }
+  SECTION("absent when not given") {
+    CHECK_FALSE(h.Call(json{{"op", "nope"}}).contains("id"));
+    CHECK_FALSE(h.Ok(json{{"op", "metrics"}}).contains("id"));
+  }
+}
+
+TEST_CASE("dispatcher: acquire, commit and cancel", "[dispatcher]") {
+  Harness h;
+  h.Ok(Policy1("user:*", json::array({kRpm})));
+
+  json granted = h.Ok(json{{"id", 1},
+                           {"op", "acquire"},
+                           {"user", "alice"},
+                           {"task", "t-42"},
+                           {"tokens", 1200},
+                           {"requests", 1},
+                           {"resource", "openai"},
+                           {"fingerprint", "9f2c"},
+                           {"wait_ms", 0}},
+                      kUser);
+  CHECK(granted["granted"] == true);
+  REQUIRE(granted["lease"].is_string());
+  CHECK_FALSE(granted["lease"].get<std::string>().empty());
+  CHECK(granted["waited_ms"] == 0);
+  CHECK(granted["remaining"] == json{{"requests", 1}});
+  CHECK_FALSE(granted.contains("reason"));
+  CHECK_FALSE(granted.contains("shadow"));
+  const std::string lease = granted["lease"];
+
+  SECTION("denied") {
+    h.Ok(Acq("alice", "t-42"), kUser);
+    json denied = h.Ok(Acq("alice", "t-42"), kUser);
+    CHECK(denied["granted"] == false);
+    CHECK(denied["reason"] == "rate_limited");
+    CHECK(denied["scope"] == "user:alice");
+    CHECK(denied["limit"] == "rpm");
+    CHECK(denied["retry_after_ms"] == 60000);
+    CHECK_FALSE(denied.contains("lease"));
+  }
+  SECTION("denied forever answers null") {
+    h.Ok(Policy1("task:*", json::array({{{"name", "cap"},
+                                         {"resource", "tokens"},
+                                         {"algorithm", "quota"},
+                                         {"limit", 100},
+                                         {"period", "total"}}})));
+    json denied = h.Ok(Acq("alice", "t-9", 101), kUser);
+    CHECK(denied["reason"] == "too_large");
+    CHECK(denied["retry_after_ms"].is_null());
+  }
+  SECTION("commit") {
+    json c = h.Ok(json{{"op", "commit"},
+                       {"lease", lease},
+                       {"input_tokens", 1000},
+                       {"output_tokens", 350},
+                       {"latency_ms", 812},
+                       {"outcome", "ok"}},
+                  kUser);
+    CHECK(c["charged_tokens"] == 1350);
+    CHECK(c["charged_usd"] == 0.0);
+    CHECK_FALSE(c.contains("duplicate"));
+    json again = h.Ok(json{{"op", "commit"}, {"lease", lease}, {"tokens", 1}},
+                      kUser);
+    CHECK(again["duplicate"] == true);
+    CHECK(again["charged_tokens"] == 1350);
+    json status = h.Ok(json{{"op", "status"}, {"task", "t-42"}}, kUser);
+    CHECK(status["spend"] == json{{"requests", 1}, {"tokens", 1350},
+                                  {"usd", 0.0}});
+  }
+  SECTION("a null outcome is ok") {
+    Batch before;
+    (void)h.engine().Drain(&before, [](const Lease&) { return ""; });
+    h.Ok(json{{"op", "commit"}, {"lease", lease}, {"outcome", nullptr}},
+         kUser);
+    Batch after;
+    (void)h.engine().Drain(&after, [](const Lease&) { return ""; });
+    REQUIRE(after.ledger_append.size() == 1);
+    CHECK(after.ledger_append[0].outcome == "ok");
+    CHECK(after.ledger_append[0].latency_ms == -1);
+  }
+  SECTION("commit with every outcome") {
+    for (const char* outcome : {"ok", "error", "timeout", "throttled"}) {
+      json g = h.Ok(Acq(std::string("u-") + outcome, outcome), kUser);
+      json c = h.Ok(json{{"op", "commit"},
+                         {"lease", g["lease"]},
+                         {"tokens", 5},
+                         {"outcome", outcome},
+                         {"retry_after_ms", 100}},
+                    kUser);
+      CHECK(c["charged_tokens"] == 5);
+    }
+  }
+  SECTION("cancel") {
+    json c = h.Ok(json{{"op", "cancel"}, {"lease", lease}}, kUser);
+    CHECK(c.size() == 1);  // just ok
+    json status = h.Ok(json{{"op", "status"}, {"user", "alice"}}, kUser);
+    CHECK(status["reserved"] == json{{"requests", 0}, {"tokens", 0},
+                                     {"usd", 0.0}});
+    CHECK(status["limits"][0]["used"] == 0);
+    json again = h.Ok(json{{"op", "cancel"}, {"lease", lease}}, kUser);
+    CHECK(again["duplicate"] == true);
+  }
+}
+
+TEST_CASE("dispatcher: status reply shape", "[dispatcher]") {
+  Harness h;
+  h.Ok(Policy1("user:*", json::array({kDailyUsd})));
+  h.Ok(Policy1("global", json::array({kRpm})));
+  h.Ok(json{{"op", "prices.set"},
+            {"model", "gpt-4o"},
+            {"input_usd_per_mtok", 2.5},
+            {"output_usd_per_mtok", 10}});
+  json acq = Acq("alice", "t-42", 1000);
+  acq["model"] = "gpt-4o";
+  json g = h.Ok(acq, kUser);
+  CHECK(g["remaining"]["usd"] == Approx(4.99));
+
+  json s = h.Ok(json{{"op", "status"}, {"user", "alice"}}, kUser);
+  CHECK(s["scope"] == "user:alice");
+  REQUIRE(s["limits"].size() == 2);
+  const json& global = s["limits"][0];
+  CHECK(global["scope"] == "global");
+  CHECK(global["name"] == "rpm");
+  CHECK(global["algorithm"] == "fixed_window");
+  CHECK(global["resource"] == "requests");
+  CHECK(global["limit"] == 2);
+  CHECK(global["used"] == 1);
+  CHECK(global["remaining"] == 1);
+  CHECK(global["resets_in_ms"] == 60000);
+  const json& daily = s["limits"][1];
+  CHECK(daily["scope"] == "user:alice");
+  CHECK(daily["name"] == "daily");
+  CHECK(daily["resource"] == "usd");
+  CHECK(daily["algorithm"] == "quota");
+  CHECK(daily["limit"] == 5.0);
+  CHECK(daily["used"] == Approx(0.01));  // 1000 tokens at the dearer 10/Mtok
+  CHECK(daily["remaining"] == Approx(4.99));
+  CHECK(daily["resets_in_ms"] == kFourteenHoursMs);
+  CHECK(s["spend"] == json{{"requests", 0}, {"tokens", 0}, {"usd", 0.0}});
+  CHECK(s["reserved"]["requests"] == 1);
+  CHECK(s["reserved"]["tokens"] == 1000);
+  CHECK(s["reserved"]["usd"] == Approx(0.01));
+  CHECK(s["breakers"] == json::array());
+
+  h.Ok(json{{"op", "commit"},
+            {"lease", g["lease"]},
+            {"input_tokens", 1000},
+            {"output_tokens", 350}},
+       kUser);
+  s = h.Ok(json{{"op", "status"}, {"task", "t-42"}}, kUser);
+  CHECK(s["scope"] == "task:t-42");
+  CHECK(s["spend"]["usd"] == Approx(0.006));  // 2.5e-3 + 3.5e-3
+  // A task's status lists what it inherits: global and its user's limits.
+  std::vector<std::string> scopes;
+  for (const json& l : s["limits"]) scopes.push_back(l["scope"]);
+  CHECK(scopes == std::vector<std::string>{"global", "user:alice"});
+
+  s = h.Ok(json{{"op", "status"}, {"resource", "openai"}}, kUser);
+  CHECK(s["scope"] == "resource:openai");
+  CHECK(s["limits"].size() == 1);
+}
+
+TEST_CASE("dispatcher: admin ops", "[dispatcher]") {
+  Harness h;
+  json set = h.Ok(Policy1("user:*", json::array({kRpm})));
+  CHECK(set["scope"] == "user:*");
+  CHECK(set["policy"]["limits"][0]["name"] == "rpm");
+
+  SECTION("policy.set answers the canonical policy, with defaults filled") {
+    json r = h.Ok(Policy1("task:t1", json::array({{{"name", "rps"},
+                                                   {"resource", "requests"},
+                                                   {"algorithm", "token_bucket"},
+                                                   {"rate", 10}}})));
+    CHECK(r["policy"] ==
+          json{{"limits", json::array({{{"name", "rps"},
+                                        {"resource", "requests"},
+                                        {"algorithm", "token_bucket"},
+                                        {"rate", 10},
+                                        {"per_ms", 1000},
+                                        {"burst", 10}}})}});
+    json breaker = {{"open_ms", 30000}};
+    json with = h.Ok(json{{"op", "policy.set"},
+                          {"scope", "resource:openai"},
+                          {"breaker", breaker}});
+    CHECK(with["policy"] == json{{"limits", json::array()}, {"breaker", breaker}});
+  }
+  SECTION("policy.get") {
+    json r = h.Ok(json{{"op", "policy.get"}, {"scope", "user:*"}});
+    CHECK(r["scope"] == "user:*");
+    CHECK(r["policy"] == set["policy"]);
+    json none = h.Ok(json{{"op", "policy.get"}, {"scope", "user:bob"}});
+    CHECK(none["policy"].is_null());
+  }
+  SECTION("policy.list") {
+    h.Ok(Policy1("global", json::array()));
+    json r = h.Ok(json{{"op", "policy.list"}});
+    REQUIRE(r["policies"].size() == 2);
+    CHECK(r["policies"][0]["scope"] == "global");
+    CHECK(r["policies"][0]["limits"] == json::array());
+    CHECK(r["policies"][1]["scope"] == "user:*");
+    CHECK(r["policies"][1]["limits"] == set["policy"]["limits"]);
+  }
+  SECTION("policy.delete") {
+    CHECK(h.Ok(json{{"op", "policy.delete"}, {"scope", "user:*"}})["deleted"] ==
+          true);
+    CHECK(h.Ok(json{{"op", "policy.delete"}, {"scope", "user:*"}})["deleted"] ==
+          false);
+    CHECK(h.Ok(json{{"op", "policy.list"}})["policies"] == json::array());
+  }
+  SECTION("reset") {
+    h.Ok(Acq("alice", "a"), kUser);
+    h.Ok(Acq("alice", "a"), kUser);
+    CHECK(h.Ok(Acq("alice", "a"), kUser)["granted"] == false);
+    json r = h.Ok(json{{"op", "reset"}, {"scope", "user:alice"}});
+    CHECK(r["scope"] == "user:alice");
+    CHECK(h.Ok(Acq("alice", "a"), kUser)["granted"] == true);
+    h.Ok(json{{"op", "reset"}, {"scope", "user:*"}});
+    h.Ok(json{{"op", "reset"}, {"scope", "global"}});
+  }
+  SECTION("prices.set prices later acquires") {
+    h.Ok(json{{"op", "prices.set"},
+              {"model", "m"},
+              {"input_usd_per_mtok", 1},
+              {"output_usd_per_mtok", 0}});
+    json acq = Acq("alice", "a", 2'000'000);
+    acq["model"] = "m";
+    h.Ok(acq, kUser);
+    json s = h.Ok(json{{"op", "status"}, {"user", "alice"}});
+    CHECK(s["reserved"]["usd"] == 2.0);
+  }
+  SECTION("metrics") {
+    h.Ok(Acq("alice", "a"), kUser);
+    json m = h.Ok(json{{"op", "metrics"}}, kUser);
+    const std::string text = m["text"];
+    CHECK(text.find("# TYPE brake_requests_total counter\n") !=
+          std::string::npos);
+    CHECK(text.find("brake_acquires_total{result=\"granted\"} 1\n") !=
+          std::string::npos);
+    CHECK(text.find("brake_leases_open 1\n") != std::string::npos);
+    CHECK(text.find("brake_storage_ok 1\n") != std::string::npos);
+  }
+}
+
+std::string Repeat(char c, size_t n) { return std::string(n, c); }
+
+std::string Nested(int depth) {
+  return R"({"op":"ping","x":)" + std::string(depth - 1, '[') +
+         std::string(depth - 1, ']') + "}";
+}
+
+struct ErrorCase {
+  std::string line;
+  std::string code;
+  std::string prefix;  // the field the message must start with
+};
+
+std::vector<ErrorCase> BadLines() {
+  const std::string name129 = Repeat('n', 129);
+  const std::string lease257 = Repeat('l', 257);
+  auto acquire_with = [](const std::string& field, const std::string& value) {
+    return R"({"op":"acquire","user":"alice","task":"t1",")" + field +
+           "\":" + value + "}";
+  };
+  auto limit = [](const std::string& body) {
+    return R"({"op":"policy.set","scope":"user:*","limits":[)" + body + "]}";
+  };
+  std::vector<ErrorCase> cases = {
+      // bad_json
+      {"{", "bad_json", "request:"},
+      {"not json", "bad_json", "request:"},
+      {"", "bad_json", "request:"},
+      {R"({"op":"ping"} {"op":"ping"})", "bad_json", "request:"},
+      {R"({"op":"ping",})", "bad_json", "request:"},
+      {"{\"op\":\"ping\",\"user\":\"\xff\"}", "bad_json", "request:"},
+      {Nested(33), "bad_json", "request:"},
+      {std::string(100000, '['), "bad_json", "request:"},
+      // the request itself
+      {"[1]", "bad_request", "request:"},
+      {"42", "bad_request", "request:"},
+      {"{}", "bad_request", "op:"},
+      {R"({"op":7})", "bad_request", "op:"},
+      {R"({"op":null})", "bad_request", "op:"},
+      {R"({"id":1.5,"op":"ping"})", "bad_request", "id:"},
+      {R"({"id":true,"op":"ping"})", "bad_request", "id:"},
+      {R"({"id":{},"op":"ping"})", "bad_request", "id:"},
+      // unknown_op
+      {R"({"op":"nope"})", "unknown_op", "op:"},
+      {R"({"op":"PING"})", "unknown_op", "op:"},
+      {R"({"op":""})", "unknown_op", "op:"},
+      // acquire fields
+      {R"({"op":"acquire","task":"t1"})", "bad_request", "user:"},
+      {R"({"op":"acquire","user":"alice"})", "bad_request", "task:"},
+      {R"({"op":"acquire","user":5,"task":"t1"})", "bad_request", "user:"},
+      {R"({"op":"acquire","user":"","task":"t1"})", "bad_request", "user:"},
+      {R"({"op":"acquire","user":")" + name129 + R"(","task":"t1"})",
+       "bad_request", "user:"},
+      {R"({"op":"acquire","user":"alice","task":")" + name129 + R"("})",
+       "bad_request", "task:"},
+      {R"({"op":"acquire","user":"a\u0001b","task":"t1"})", "bad_request",
+       "user:"},
+      {R"({"op":"acquire","user":"alice","task":"t\n1"})", "bad_request",
+       "task:"},
+      {R"({"op":"acquire","user":"a\u007f","task":"t1"})", "bad_request",
+       "user:"},
+      {R"({"op":"acquire","user":"a\u0085","task":"t1"})", "bad_request",
+       "user:"},
+      {acquire_with("tokens", "-1"), "bad_request", "tokens:"},
+      {acquire_with("tokens", "1.5"), "bad_request", "tokens:"},
+      {acquire_with("tokens", "1e30"), "bad_request", "tokens:"},
+      {acquire_with("tokens", "18446744073709551616"), "bad_request",
+       "tokens:"},
+      {acquire_with("tokens", "18446744073709551615"), "bad_request",
+       "tokens:"},
+      {acquire_with("tokens", "1000000000001"), "bad_request", "tokens:"},
+      {acquire_with("tokens", "\"5\""), "bad_request", "tokens:"},
+      {acquire_with("tokens", "true"), "bad_request", "tokens:"},
+      {acquire_with("requests", "-1"), "bad_request", "requests:"},
+      {acquire_with("requests", "1000001"), "bad_request", "requests:"},
+      {acquire_with("wait_ms", "-5"), "bad_request", "wait_ms:"},
+      {acquire_with("wait_ms", "0.5"), "bad_request", "wait_ms:"},
+      {acquire_with("model", "\"\""), "bad_request", "model:"},
+      {acquire_with("resource", "7"), "bad_request", "resource:"},
+      {acquire_with("fingerprint", "\"" + name129 + "\""), "bad_request",
+       "fingerprint:"},
+      {acquire_with("parent", "\"\""), "bad_request", "parent:"},
+      {acquire_with("model", "\"unpriced\""), "bad_request", "model:"},
+      // a new task's parent must exist and not be itself
+      {R"({"op":"acquire","user":"alice","task":"new","parent":"missing"})",
+       "bad_request", "parent:"},
+      {R"({"op":"acquire","user":"alice","task":"new","parent":"new"})",
+       "bad_request", "parent:"},
+      // commit and cancel fields
+      {R"({"op":"commit"})", "bad_request", "lease:"},
+      {R"({"op":"commit","lease":""})", "bad_request", "lease:"},
+      {R"({"op":"commit","lease":5})", "bad_request", "lease:"},
+      {R"({"op":"commit","lease":")" + lease257 + R"("})", "bad_request",
+       "lease:"},
+      {R"({"op":"commit","lease":"x","tokens":-1})", "bad_request",
+       "tokens:"},
+      {R"({"op":"commit","lease":"x","input_tokens":1.5})", "bad_request",
+       "input_tokens:"},
+      {R"({"op":"commit","lease":"x","output_tokens":"1"})", "bad_request",
+       "output_tokens:"},
+      {R"({"op":"commit","lease":"x","latency_ms":-1})", "bad_request",
+       "latency_ms:"},
+      {R"({"op":"commit","lease":"x","outcome":"fine"})", "bad_request",
+       "outcome:"},
+      {R"({"op":"commit","lease":"x","outcome":1})", "bad_request",
+       "outcome:"},
+      {R"({"op":"commit","lease":"x","retry_after_ms":-1})", "bad_request",
+       "retry_after_ms:"},
+      {R"({"op":"cancel"})", "bad_request", "lease:"},
+      {R"({"op":"cancel","lease":[]})", "bad_request", "lease:"},
+      // unknown_lease
+      {R"({"op":"commit","lease":"x"})", "unknown_lease", "lease:"},
+      {R"({"op":"cancel","lease":"x"})", "unknown_lease", "lease:"},
+      // status
+      {R"({"op":"status"})", "bad_request", "user:"},
+      {R"({"op":"status","user":"alice","task":"t1"})", "bad_request",
+       "user:"},
+      {R"({"op":"status","user":""})", "bad_request", "user:"},
+      {R"({"op":"status","task":1})", "bad_request", "task:"},
+      {R"({"op":"status","resource":")" + name129 + R"("})", "bad_request",
+       "resource:"},
+      // admin ops: scopes
+      {R"({"op":"policy.set"})", "bad_request", "scope:"},
+      {R"({"op":"policy.set","scope":"bogus"})", "bad_request", "scope:"},
+      {R"({"op":"policy.set","scope":"user:"})", "bad_request", "scope:"},
+      {R"({"op":"policy.set","scope":"users:bob"})", "bad_request", "scope:"},
+      {R"({"op":"policy.set","scope":"user:a\u0002"})", "bad_request",
+       "scope:"},
+      {R"({"op":"policy.set","scope":"user:)" + name129 + R"("})",
+       "bad_request", "scope:"},
+      {R"({"op":"policy.set","scope":7})", "bad_request", "scope:"},
+      {R"({"op":"policy.get"})", "bad_request", "scope:"},
+      {R"({"op":"policy.delete","scope":"*"})", "bad_request", "scope:"},
+      {R"({"op":"reset","scope":"everything"})", "bad_request", "scope:"},
+      // policy.set limits
+      {R"({"op":"policy.set","scope":"global","limits":{}})", "bad_request",
+       "limits:"},
+      {R"({"op":"policy.set","scope":"global","breaker":[]})", "bad_request",
+       "breaker:"},
+      {limit("7"), "bad_request", "limits[0]:"},
+      {limit(R"({"resource":"requests","algorithm":"concurrency","limit":1})"),
+       "bad_request", "limits[0].name:"},
+      {limit(R"({"name":"","resource":"requests","algorithm":"concurrency","limit":1})"),
+       "bad_request", "limits[0].name:"},
+      {limit(R"({"name":"x","resource":"bytes","algorithm":"concurrency","limit":1})"),
+       "bad_request", "limits[0].resource:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"magic"})"),
+       "bad_request", "limits[0].algorithm:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"fixed_window","limit":1})"),
+       "bad_request", "limits[0].window_ms:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"fixed_window","limit":1,"window_ms":0})"),
+       "bad_request", "limits[0].window_ms:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"fixed_window","limit":1,"window_ms":1000,"burst":2})"),
+       "bad_request", "limits[0].burst:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"concurrency","limit":1},)"
+             R"({"name":"y","resource":"requests","algorithm":"token_bucket","rate":-1})"),
+       "bad_request", "limits[1].rate:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"concurrency","limit":1},)"
+             R"({"name":"x","resource":"requests","algorithm":"concurrency","limit":2})"),
+       "bad_request", "limits[1].name:"},
+      {limit(R"({"name":"x","resource":"usd","algorithm":"token_bucket","rate":1})"),
+       "bad_request", "limits[0].resource:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"quota","limit":1,"period":"year"})"),
+       "bad_request", "limits[0].period:"},
+      {limit(R"({"name":"x","resource":"requests","algorithm":"quota","limit":1,"period":"day","shadow":"yes"})"),
+       "bad_request", "limits[0].shadow:"},
+      // prices.set
+      {R"({"op":"prices.set","input_usd_per_mtok":1,"output_usd_per_mtok":1})",
+       "bad_request", "model:"},
+      {R"({"op":"prices.set","model":"m","output_usd_per_mtok":1})",
+       "bad_request", "input_usd_per_mtok:"},
+      {R"({"op":"prices.set","model":"m","input_usd_per_mtok":-1,"output_usd_per_mtok":1})",
+       "bad_request", "input_usd_per_mtok:"},
+      {R"({"op":"prices.set","model":"m","input_usd_per_mtok":1,"output_usd_per_mtok":"1"})",
+       "bad_request", "output_usd_per_mtok:"},
+      {R"({"op":"prices.set","model":"m","input_usd_per_mtok":1,"output_usd_per_mtok":1e7})",
+       "bad_request", "output_usd_per_mtok:"},
+      // forbidden: a task of another user, a parent of another user
+      {R"({"op":"acquire","user":"bob","task":"owned"})", "forbidden",
+       "task:"},
+      {R"({"op":"acquire","user":"bob","task":"b2","parent":"owned"})",
+       "forbidden", "parent:"},
+  };
+  return cases;
+}
+
+TEST_CASE("dispatcher: every bad request gets its code and names the field",
+          "[dispatcher]") {
+  Harness h;
+  // State that bad requests must leave alone.
+  h.Ok(Policy1("user:*", json::array({kRpm})));
+  h.Ok(json{{"op", "prices.set"},
+            {"model", "gpt-4o"},
+            {"input_usd_per_mtok", 2.5},
+            {"output_usd_per_mtok", 10}});
+  h.Ok(Acq("alice", "owned", 100), kUser);
+  h.Ok(Acq("alice", "t1", 100), kUser);
+  Batch drained;
+  (void)h.engine().Drain(&drained, [](const Lease&) { return ""; });
+  REQUIRE_FALSE(h.engine().dirty());
+  const json list_before = h.Ok(json{{"op", "policy.list"}});
+  const json status_before =
+      h.Ok(json{{"op", "status"}, {"user", "alice"}});
+
+  for (const ErrorCase& c : BadLines()) {
+    CAPTURE(c.line.substr(0, 200));
+    json reply = h.Call(c.line, kUser);
+    if (c.code == "bad_request" && reply["error"]["code"] == "forbidden") {
+      reply = h.Call(c.line, kAdmin);  // an admin op: check its validation
+    }
+    CheckError(reply, c.code, c.prefix);
+  }
+  CHECK_FALSE(h.engine().dirty());
+  CHECK(h.Ok(json{{"op", "policy.list"}}) == list_before);
+  CHECK(h.Ok(json{{"op", "status"}, {"user", "alice"}}) == status_before);
+  CHECK(h.engine().open_leases() == 2);
+}
+
+TEST_CASE("dispatcher: nesting up to 32 levels parses", "[dispatcher]") {
+  Harness h;
+  h.Ok(json::parse(Nested(32)));
+  CheckError(h.Call(Nested(33)), "bad_json", "request:");
+  // Brackets inside strings do not count.
+  h.Ok(json{{"op", "ping"}, {"x", std::string(100, '[')}});
+}
+
+TEST_CASE("dispatcher: valid boundary values are accepted", "[dispatcher]") {
+  Harness h;
+  const std::string name128(128, 'n');
+  json r = h.Ok(json{{"op", "acquire"},
+                     {"user", name128},
+                     {"task", name128},
+                     {"tokens", 1'000'000'000'000},
+                     {"requests", 0},
+                     {"resource", "r\xc3\xa9sum\xc3\xa9"}});  // UTF-8 is fine
+  CHECK(r["granted"] == true);
+  h.Ok(json{{"op", "status"}, {"user", name128}, {"task", nullptr}});
+  h.Ok(json{{"op", "policy.set"},
+            {"scope", "user:" + name128},
+            {"limits", nullptr}});
+}
+
+TEST_CASE("dispatcher: admin ops are refused to other peers", "[dispatcher]") {
+  Harness h;
+  for (const json& request :
+       {json{{"op", "policy.set"}, {"scope", "global"}, {"limits", json::array()}},
+        json{{"op", "policy.get"}, {"scope", "global"}},
+        json{{"op", "policy.list"}},
+        json{{"op", "policy.delete"}, {"scope", "global"}},
+        json{{"op", "reset"}, {"scope", "global"}},
+        json{{"op", "prices.set"},
+             {"model", "m"},
+             {"input_usd_per_mtok", 1},
+             {"output_usd_per_mtok", 1}}}) {
+    CAPTURE(request.dump());
+    CheckError(h.Call(request, kUser), "forbidden", "op:");
+  }
+  CHECK(h.engine().policies().empty());
+  CHECK(h.engine().GetPrice("m") == nullptr);
+  // Everything else is open to every peer.
+  h.Ok(json{{"op", "ping"}}, kUser);
+  h.Ok(json{{"op", "metrics"}}, kUser);
+  h.Ok(json{{"op", "status"}, {"user", "x"}}, kUser);
+}
+
+TEST_CASE("dispatcher: storage failures", "[dispatcher]") {
+  Harness h;
+  h.Ok(Policy1("user:*", json::array({kRpm})));
+  json lease = h.Ok(Acq("alice", "t1"), kUser)["lease"];
+  h.dispatcher().set_storage_ok(false);
+  CHECK_FALSE(h.dispatcher().storage_ok());
+
+  SECTION("fail closed: acquires are unavailable") {
+    json reply = h.Call(json{{"id", 3}, {"op", "acquire"}, {"user", "alice"},
+                             {"task", "t1"}},
+                        kUser);
+    CheckError(reply, "unavailable", "storage:");
+    CHECK(reply["id"] == 3);
+    CHECK(h.engine().open_leases() == 1);
+    // Settling what is already granted still works.
+    h.Ok(json{{"op", "commit"}, {"lease", lease}}, kUser);
+    h.dispatcher().set_storage_ok(true);
+    CHECK(h.Ok(Acq("alice", "t1"), kUser)["granted"] == true);
+  }
+  SECTION("fail open: acquires pass and are counted") {
+    h.config().fail_open = true;
+    CHECK(h.Ok(Acq("alice", "t1"), kUser)["granted"] == true);
+    // Limits still apply.
+    CHECK(h.Ok(Acq("alice", "t1"), kUser)["granted"] == false);
+    const std::string text = h.Ok(json{{"op", "metrics"}})["text"];
+    CHECK(text.find("brake_fail_open_grants_total 1\n") != std::string::npos);
+    CHECK(text.find("brake_storage_ok 0\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("dispatcher: ErrorLine and OpsHelp", "[dispatcher]") {
+  std::string line = Dispatcher::ErrorLine(ErrorCode::kLineTooLong,
+                                           "request: longer than 65536 bytes");
+  REQUIRE(line.back() == '\n');
+  json j = json::parse(line);
+  CheckError(j, "line_too_long", "request:");
+  CHECK_FALSE(j.contains("id"));
+
+  const std::string help = "\n" + Dispatcher::OpsHelp();
+  for (const char* op : {"ping", "acquire", "commit", "cancel", "status",
+                         "metrics"}) {
+    CAPTURE(op);
+    CHECK(help.find("\n" + std::string(op) + ": ") != std::string::npos);
+  }
+  for (const char* op : {"policy.set", "policy.get", "policy.list",
+                         "policy.delete", "reset", "prices.set"}) {
+    CAPTURE(op);
+    CHECK(help.find("\n" + std::string(op) + " (admin): ") !=
+          std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace brake
