@@ -1,8 +1,7 @@
 // brakectl end to end against a real braked: exit codes 0 ok, 1 error,
 // 2 usage, 3 denied; tables for people, the daemon's JSON with --json.
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -63,8 +62,8 @@ TEST_CASE("brakectl acquire: granted exits 0, denied exits 3",
   CHECK(denial["reason"] == "quota_exhausted");
   CHECK(denial["limit"] == "daily_calls");
 
-  ProgramResult human = RunBrakectl(
-      socket, {"acquire", "--user", "alice", "--task", "t1"});
+  ProgramResult human =
+      RunBrakectl(socket, {"acquire", "--user", "alice", "--task", "t1"});
   CHECK(human.exit_code == 3);
   CHECK_THAT(human.out + human.err, Contains("quota_exhausted"));
 
@@ -83,8 +82,8 @@ TEST_CASE("brakectl policy set then status --user shows the limit",
           "[integration]") {
   RunningDaemon d;
   const std::string& socket = d.daemon.socket_path();
-  REQUIRE(RunBrakectl(socket, {"policy", "set", "user:alice", "--limits",
-                               kQuotaLimits})
+  REQUIRE(RunBrakectl(socket,
+                      {"policy", "set", "user:alice", "--limits", kQuotaLimits})
               .exit_code == 0);
 
   ProgramResult status = RunBrakectl(socket, {"status", "--user", "alice"});
@@ -111,9 +110,8 @@ TEST_CASE("brakectl --json passes the daemon's reply through unchanged",
              {"scope", "user:alice"},
              {"limits", json::parse(kQuotaLimits)}});
   json direct = CallOk(c, {{"op", "policy.get"}, {"scope", "user:alice"}});
-  json via_ctl = JsonOut(
-      RunBrakectl(d.daemon.socket_path(),
-                  {"--json", "policy", "get", "user:alice"}));
+  json via_ctl = JsonOut(RunBrakectl(
+      d.daemon.socket_path(), {"--json", "policy", "get", "user:alice"}));
   direct.erase("id");
   via_ctl.erase("id");
   CHECK(via_ctl == direct);

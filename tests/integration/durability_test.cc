@@ -3,10 +3,9 @@
 // after the acknowledgement.
 #include <signal.h>
 
+#include <catch2/catch.hpp>
 #include <functional>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -42,17 +41,17 @@ void BuildState(Client& c) {
   CallOk(c, {{"op", "policy.set"},
              {"scope", "user:alice"},
              {"limits", kAliceLimits}});
-  CallOk(c,
-         {{"op", "policy.set"}, {"scope", "user:*"}, {"limits", kDefaultLimits}});
+  CallOk(
+      c,
+      {{"op", "policy.set"}, {"scope", "user:*"}, {"limits", kDefaultLimits}});
   CallOk(c, {{"op", "prices.set"},
              {"model", "m1"},
              {"input_usd_per_mtok", 1.0},
              {"output_usd_per_mtok", 2.0}});
   std::string a = AcquireLease(c, "alice", "t1", {{"tokens", 100}});
   CallOk(c, {{"op", "commit"}, {"lease", a}, {"tokens", 110}});
-  std::string b = AcquireLease(c, "alice", "t2",
-                               {{"tokens", 1000}, {"parent", "t1"},
-                                {"model", "m1"}});
+  std::string b = AcquireLease(
+      c, "alice", "t2", {{"tokens", 1000}, {"parent", "t1"}, {"model", "m1"}});
   CallOk(c, {{"op", "commit"},
              {"lease", b},
              {"input_tokens", 500'000},
@@ -60,8 +59,8 @@ void BuildState(Client& c) {
   std::string x = AcquireLease(c, "alice", "t1", {{"tokens", 5}});
   CallOk(c, {{"op", "cancel"}, {"lease", x}});
   std::string e = AcquireLease(c, "alice", "t2", {{"tokens", 7}});
-  CallOk(c, {{"op", "commit"}, {"lease", e}, {"tokens", 7},
-             {"outcome", "error"}});
+  CallOk(c,
+         {{"op", "commit"}, {"lease", e}, {"tokens", 7}, {"outcome", "error"}});
 }
 
 void CheckState(Client& c) {
@@ -102,9 +101,10 @@ void CheckSurvives(const std::function<void(Daemon&)>& stop) {
   CheckState(c);
 }
 
-TEST_CASE("policies, prices, task owners, quotas and spend survive a clean "
-          "restart",
-          "[integration]") {
+TEST_CASE(
+    "policies, prices, task owners, quotas and spend survive a clean "
+    "restart",
+    "[integration]") {
   CheckSurvives([](Daemon& d) { REQUIRE(d.Stop(SIGTERM) == 0); });
 }
 
@@ -113,9 +113,10 @@ TEST_CASE("policies, prices, task owners, quotas and spend survive kill -9",
   CheckSurvives([](Daemon& d) { d.Kill9(); });
 }
 
-TEST_CASE("a commit acknowledged just before kill -9 is in status after the "
-          "restart",
-          "[integration]") {
+TEST_CASE(
+    "a commit acknowledged just before kill -9 is in status after the "
+    "restart",
+    "[integration]") {
   RunningDaemon d;
   {
     Client c = d.daemon.Connect();
@@ -123,8 +124,8 @@ TEST_CASE("a commit acknowledged just before kill -9 is in status after the "
                {"scope", "user:alice"},
                {"limits", kAliceLimits}});
     std::string lease = AcquireLease(c, "alice", "t1", {{"tokens", 10}});
-    json commit = CallOk(c, {{"op", "commit"}, {"lease", lease},
-                             {"tokens", 4321}});
+    json commit =
+        CallOk(c, {{"op", "commit"}, {"lease", lease}, {"tokens", 4321}});
     REQUIRE(commit["charged_tokens"] == 4321);
     d.daemon.Kill9();  // the moment the acknowledgement arrived
   }
@@ -175,8 +176,8 @@ TEST_CASE("an acknowledged grant survives kill -9 as an open lease",
   json alice = CallOk(c, {{"op", "status"}, {"user", "alice"}});
   CHECK(alice["reserved"]["requests"] == 1);
   CHECK(alice["reserved"]["tokens"] == 300);
-  json commit = CallOk(c, {{"op", "commit"}, {"lease", lease},
-                           {"tokens", 250}});
+  json commit =
+      CallOk(c, {{"op", "commit"}, {"lease", lease}, {"tokens", 250}});
   CHECK(commit["charged_tokens"] == 250);
   alice = CallOk(c, {{"op", "status"}, {"user", "alice"}});
   CHECK(alice["reserved"]["requests"] == 0);

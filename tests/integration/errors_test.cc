@@ -2,11 +2,10 @@
 // request id echoed, the connection kept open (except line_too_long) and no
 // state changed.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -28,9 +27,8 @@ json Snapshot(Client& c) {
       {"t2", CallOk(c, {{"op", "status"}, {"task", "t2"}})},
       {"leases_open", MetricValue(text, "brake_leases_open").value_or(-1)},
       {"tasks", MetricValue(text, "brake_tasks").value_or(-1)},
-      {"granted",
-       MetricValue(text, "brake_acquires_total{result=\"granted\"}")
-           .value_or(-1)},
+      {"granted", MetricValue(text, "brake_acquires_total{result=\"granted\"}")
+                      .value_or(-1)},
   };
 }
 
@@ -111,8 +109,7 @@ std::vector<BadLine> BadLines() {
        "tokens", 16},
       {"cancel with a number lease", R"({"id":17,"op":"cancel","lease":5})",
        "bad_request", "lease", 17},
-      {"status of nobody", R"({"id":18,"op":"status"})", "bad_request", "",
-       18},
+      {"status of nobody", R"({"id":18,"op":"status"})", "bad_request", "", 18},
       {"status of a user and a task",
        R"({"id":19,"op":"status","user":"alice","task":"t1"})", "bad_request",
        "", 19},
@@ -173,9 +170,10 @@ std::vector<BadLine> BadLines() {
   };
 }
 
-TEST_CASE("every bad request gets its error code, keeps the connection and "
-          "changes nothing",
-          "[integration]") {
+TEST_CASE(
+    "every bad request gets its error code, keeps the connection and "
+    "changes nothing",
+    "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
   SetUpState(c);
@@ -214,9 +212,10 @@ TEST_CASE("an error reply still counts in brake_errors_total",
   CHECK(MetricValue(metrics["text"], "brake_errors_total") == 2.0);
 }
 
-TEST_CASE("a line over max_line_bytes gets line_too_long, then the "
-          "connection closes",
-          "[integration]") {
+TEST_CASE(
+    "a line over max_line_bytes gets line_too_long, then the "
+    "connection closes",
+    "[integration]") {
   RunningDaemon d(json{{"max_line_bytes", 1024}});
   Client setup = d.daemon.Connect();
   SetUpState(setup);
@@ -238,8 +237,11 @@ TEST_CASE("a line over max_line_bytes gets line_too_long, then the "
 
   SECTION("one byte more is too long; replies before it still arrive") {
     Client c = d.daemon.Connect();
-    c.SendRaw(R"({"op":"ping","id":1})" "\n" + padded_ping(1025) + "\n" +
-              R"({"op":"ping","id":2})" "\n");
+    c.SendRaw(R"({"op":"ping","id":1})"
+              "\n" +
+              padded_ping(1025) + "\n" +
+              R"({"op":"ping","id":2})"
+              "\n");
     json first = json::parse(c.ReadLine().value());
     CHECK(first["id"] == 1);
     CHECK(first["ok"] == true);

@@ -2,9 +2,8 @@
 // and replies that must be a given protocol error. Test thread only.
 #pragma once
 
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "tests/integration/harness.h"
 

@@ -76,10 +76,10 @@ class FileActions {
   posix_spawn_file_actions_t actions_;
 };
 
-pid_t SpawnOrThrow(const std::vector<std::string>& argv,
-                   FileActions& actions) {
+pid_t SpawnOrThrow(const std::vector<std::string>& argv, FileActions& actions) {
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
   int rc = posix_spawn(&pid, argv[0].c_str(), actions.get(), nullptr,
@@ -105,7 +105,8 @@ TempDir::TempDir() {
                         "/brake-it-XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) throw std::runtime_error(Errno("mkdtemp"));
+  if (mkdtemp(buf.data()) == nullptr)
+    throw std::runtime_error(Errno("mkdtemp"));
   path_ = buf.data();
 }
 
@@ -230,11 +231,9 @@ bool Daemon::Restart() {
 
 Client Daemon::Connect() const { return Client(socket_path_); }
 
-RunningDaemon::RunningDaemon(const json& config)
-    : daemon(dir.path(), config) {
+RunningDaemon::RunningDaemon(const json& config) : daemon(dir.path(), config) {
   if (!daemon.Start()) {
-    throw std::runtime_error("braked did not start; its log:\n" +
-                             daemon.log());
+    throw std::runtime_error("braked did not start; its log:\n" + daemon.log());
   }
 }
 

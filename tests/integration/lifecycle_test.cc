@@ -5,10 +5,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -134,9 +133,10 @@ TEST_CASE("a file that is not a socket is never replaced", "[integration]") {
   CHECK(ReadFile(daemon.socket_path()) == "precious");
 }
 
-TEST_CASE("an invalid config file stops the start with a message naming the "
-          "setting",
-          "[integration]") {
+TEST_CASE(
+    "an invalid config file stops the start with a message naming the "
+    "setting",
+    "[integration]") {
   TempDir dir;
   Daemon daemon(dir.path(), json{{"max_line_bytes", 5}});
   daemon.Spawn();

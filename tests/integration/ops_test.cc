@@ -1,8 +1,7 @@
 // Happy paths of every op, through a real braked's socket.
+#include <catch2/catch.hpp>
 #include <set>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -72,8 +71,8 @@ TEST_CASE("acquire, commit and cancel settle into status", "[integration]") {
     CHECK(commit["charged_usd"] == 0.0);
     CHECK_FALSE(commit.contains("duplicate"));
 
-    json again = CallOk(c, {{"op", "commit"}, {"lease", lease1},
-                            {"tokens", 999}});
+    json again =
+        CallOk(c, {{"op", "commit"}, {"lease", lease1}, {"tokens", 999}});
     CHECK(again["duplicate"] == true);
     CHECK(again["charged_tokens"] == 150);
 
@@ -186,8 +185,7 @@ TEST_CASE("reset clears the counters and spend of a scope", "[integration]") {
   AcquireLease(c, "alice", "t1");
 }
 
-TEST_CASE("prices.set prices a model's acquires and commits",
-          "[integration]") {
+TEST_CASE("prices.set prices a model's acquires and commits", "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
   CallOk(c, {{"op", "prices.set"},
@@ -236,8 +234,7 @@ TEST_CASE("tasks with a parent charge their spend to the parent",
   Client c = d.daemon.Connect();
   std::string parent = AcquireLease(c, "alice", "root");
   CallOk(c, {{"op", "commit"}, {"lease", parent}, {"tokens", 10}});
-  std::string child =
-      AcquireLease(c, "alice", "child", {{"parent", "root"}});
+  std::string child = AcquireLease(c, "alice", "child", {{"parent", "root"}});
   CallOk(c, {{"op", "commit"}, {"lease", child}, {"tokens", 5}});
   CHECK(CallOk(c, {{"op", "status"}, {"task", "root"}})["spend"]["tokens"] ==
         15);

@@ -1,9 +1,8 @@
 // Framing and pipelining: many requests in one write are answered in order
 // with their ids; a request may arrive in pieces.
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -85,8 +84,7 @@ TEST_CASE("100 pipelined requests in one write are answered in order",
   CHECK(denied == 10);
 }
 
-TEST_CASE("1000 pipelined acquires on each of 4 connections",
-          "[integration]") {
+TEST_CASE("1000 pipelined acquires on each of 4 connections", "[integration]") {
   RunningDaemon d;
   std::vector<Client> clients;
   for (int k = 0; k < 4; ++k) clients.push_back(d.daemon.Connect());
@@ -116,7 +114,8 @@ TEST_CASE("1000 pipelined acquires on each of 4 connections",
 TEST_CASE("a request may arrive one byte at a time", "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  std::string line = R"({"op":"ping","id":"slow"})" "\n";
+  std::string line = R"({"op":"ping","id":"slow"})"
+                     "\n";
   for (char ch : line) c.SendRaw(std::string(1, ch));
   json reply = json::parse(c.ReadLine().value());
   CHECK(reply["id"] == "slow");
@@ -127,8 +126,12 @@ TEST_CASE("CRLF line ends are accepted and blank lines are not requests",
           "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  c.SendRaw("\n\r\n" R"({"op":"ping","id":1})" "\r\n\n" R"({"op":"ping","id":2})"
-            "\n");
+  c.SendRaw(
+      "\n\r\n"
+      R"({"op":"ping","id":1})"
+      "\r\n\n"
+      R"({"op":"ping","id":2})"
+      "\n");
   json first = json::parse(c.ReadLine().value());
   CHECK(first["id"] == 1);
   CHECK(first["ok"] == true);

@@ -10,13 +10,12 @@
 #include <time.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -31,11 +30,22 @@ constexpr int kJitterGrants = 5;
 
 std::vector<std::string> BenchArgs(const Daemon& daemon,
                                    const std::string& user, int seconds) {
-  return {BRAKE_BENCH_PATH, "--socket", daemon.socket_path(),
-          "--connections", std::to_string(kConnections), "--depth",
-          std::to_string(kDepth), "--seconds", std::to_string(seconds),
-          "--warmup-seconds", "0", "--user", user, "--task-prefix",
-          user + "-task-", "--json"};
+  return {BRAKE_BENCH_PATH,
+          "--socket",
+          daemon.socket_path(),
+          "--connections",
+          std::to_string(kConnections),
+          "--depth",
+          std::to_string(kDepth),
+          "--seconds",
+          std::to_string(seconds),
+          "--warmup-seconds",
+          "0",
+          "--user",
+          user,
+          "--task-prefix",
+          user + "-task-",
+          "--json"};
 }
 
 // Checks a brake-bench run and returns its --json summary.

@@ -3,9 +3,8 @@
 // config reload and connection limits.
 #include <signal.h>
 
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -109,8 +108,11 @@ TEST_CASE("a waiting acquire does not hold up replies behind it",
   SetPolicy(c, "user:alice", Limits(R"([{"name":"rps","resource":"requests",
       "algorithm":"token_bucket","rate":5,"per_ms":1000,"burst":1}])"));
   AcquireLease(c, "alice", "t1");
-  c.SendRaw(json({{"op", "acquire"}, {"id", "slow"}, {"user", "alice"},
-                  {"task", "t1"}, {"wait_ms", 2000}})
+  c.SendRaw(json({{"op", "acquire"},
+                  {"id", "slow"},
+                  {"user", "alice"},
+                  {"task", "t1"},
+                  {"wait_ms", 2000}})
                 .dump() +
             "\n" + json({{"op", "ping"}, {"id", "fast"}}).dump() + "\n");
   json first = json::parse(c.ReadLine().value());
@@ -146,7 +148,9 @@ TEST_CASE("a usd quota refuses with cost_cap", "[integration]") {
       "algorithm":"quota","limit":1.0,"period":"total"}])"));
   std::string lease =
       AcquireLease(c, "alice", "t1", {{"model", "m"}, {"tokens", 50'000}});
-  CallOk(c, {{"op", "commit"}, {"lease", lease}, {"input_tokens", 90'000},
+  CallOk(c, {{"op", "commit"},
+             {"lease", lease},
+             {"input_tokens", 90'000},
              {"output_tokens", 0}});
   json denied = Acquire(c, "alice", "t1", {{"model", "m"}, {"tokens", 50'000}});
   CHECK(denied["granted"] == false);
@@ -228,17 +232,17 @@ TEST_CASE("breaker.trip opens a scope's breaker; breaker.reset closes it",
 }
 
 TEST_CASE("SIGHUP reloads the config file", "[integration]") {
-  json config = {{"max_line_bytes", 1024},
-                 {"policies",
-                  {{"user:*", {{"limits", Limits(R"([{"name":"first",
+  json config = {
+      {"max_line_bytes", 1024},
+      {"policies", {{"user:*", {{"limits", Limits(R"([{"name":"first",
                       "resource":"requests","algorithm":"concurrency",
                       "limit":5}])")}}}}}};
   RunningDaemon d(config);
   Client c = d.daemon.Connect();
   REQUIRE(FindLimit(CallOk(c, {{"op", "status"}, {"user", "bob"}}), "first")
               .is_object());
-  const std::string big = R"({"op":"ping","pad":")" + std::string(2000, 'x') +
-                          R"("})";
+  const std::string big =
+      R"({"op":"ping","pad":")" + std::string(2000, 'x') + R"("})";
 
   config["max_line_bytes"] = 4096;
   config["policies"]["user:*"]["limits"][0]["name"] = "second";
