@@ -166,6 +166,20 @@ Limiter* Engine::Instance(const std::string& scope, const LimitSpec& spec,
     }
     if (!create) return nullptr;
     it->second = MakeLimiter(spec, now_us);
+    // Open leases charged the limiter just replaced, not this one: settling
+    // them must neither refund nor release (a concurrency slot) here.
+    for (auto& [id, lease] : leases_) {
+      auto& charges = lease.charges;
+      auto gone = std::remove_if(charges.begin(), charges.end(),
+                                 [&](const LeaseCharge& c) {
+                                   return c.scope == scope &&
+                                          c.limit == spec.name;
+                                 });
+      if (gone != charges.end()) {
+        charges.erase(gone, charges.end());
+        dirty_leases_.insert(id);
+      }
+    }
     return it->second.get();
   }
   if (!create) return nullptr;

@@ -852,6 +852,34 @@ TEST_CASE("engine: Drain then restore gives the same decisions", "[engine]") {
   CHECK(fresh.Report("user:bob", now).spend.tokens == 10);
 }
 
+TEST_CASE("engine: a limit that changes algorithm starts afresh",
+          "[engine]") {
+  Engine e("L", kTtlUs);
+  e.SetPolicy("user:*",
+              MakePolicy({QuotaSpec("x", Resource::kRequests, 100)}));
+  std::string old_lease = Grant(e, Req("alice", "t1"), kT0);
+
+  // Same name, now a concurrency limit: the lease granted under the quota
+  // holds no slot of it, and settling that lease must not free one.
+  e.SetPolicy("user:*", MakePolicy({ConcurrencySpec("x", 1)}));
+  std::string held = Grant(e, Req("alice", "t2"), kT0);
+  CHECK(Deny(e, Req("alice", "t3"), kT0).reason == Reason::kConcurrency);
+  Commit(e, old_lease, std::nullopt, kT0);
+  CHECK(UsageOf(e, "user:alice", "user:alice", "x", kT0).used == 1);
+  CHECK(Deny(e, Req("alice", "t3"), kT0).reason == Reason::kConcurrency);
+  REQUIRE(e.Cancel(held, kT0).ok());
+  Grant(e, Req("alice", "t3"), kT0);
+
+  // Back to a quota: counts start from zero, and the concurrency lease
+  // settling later refunds nothing into it.
+  e.SetPolicy("user:*",
+              MakePolicy({QuotaSpec("x", Resource::kRequests, 100)}));
+  std::string q = Grant(e, Req("alice", "t4"), kT0);
+  CHECK(UsageOf(e, "user:alice", "user:alice", "x", kT0).used == 1);
+  REQUIRE(e.Cancel(q, kT0).ok());
+  CHECK(UsageOf(e, "user:alice", "user:alice", "x", kT0).used == 0);
+}
+
 TEST_CASE("engine: concurrency counts open leases", "[engine]") {
   Engine e("L", kTtlUs);
   e.SetPolicy("task:*", MakePolicy({ConcurrencySpec("inflight", 2)}));

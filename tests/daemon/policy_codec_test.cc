@@ -400,6 +400,11 @@ TEST_CASE("codec: leases round trip", "[codec]") {
   extreme.tokens = INT64_MAX;
   extreme.expires_at_us = INT64_MAX;
   extreme.user = "\xc3\xa9t\xc3\xa9";
+  extreme.task = "quote\" backslash\\ slash/ del\x7f";
+  extreme.fingerprint = std::string("ctl\x01\x1f\n\t", 7) + "\xe2\x80\xa8";
+  extreme.requests = INT64_MIN;
+  extreme.scopes.push_back("task:quote\" backslash\\");
+  extreme.charges.push_back({"task:\"\\", "n\"", Resource::kUsd, -1});
   auto x = DecodeLease(EncodeLease(extreme));
   REQUIRE(x.ok());
   CheckSameLease(extreme, *x);
