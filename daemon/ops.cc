@@ -244,7 +244,8 @@ struct OpHandlers {
     q.user = Str(req, "user");
     q.task = Str(req, "task");
     q.since_ms = Int(req, "since_ms", 0);
-    q.by = req.contains("by") ? Str(req, "by") : "task";
+    q.by = Str(req, "by");  // "" when absent or null
+    if (q.by.empty()) q.by = "task";
     if (q.by == "total") q.by = "";
     auto id = req.find("id");
     d.deferred_ops_->Usage(ctx.peer.conn, id == req.end() ? json(nullptr) : *id,

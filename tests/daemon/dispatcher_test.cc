@@ -12,6 +12,7 @@
 #include "budget/calendar.h"
 #include "budget/engine.h"
 #include "daemon/config.h"
+#include "storage/store.h"
 
 namespace brake {
 namespace {
@@ -673,6 +674,71 @@ TEST_CASE("dispatcher: storage failures", "[dispatcher]") {
   }
 }
 
+class FakeDeferred : public DeferredOps {
+ public:
+  void Usage(uint64_t conn, json id, UsageQuery query) override {
+    conns.push_back(conn);
+    ids.push_back(std::move(id));
+    queries.push_back(std::move(query));
+  }
+  std::vector<uint64_t> conns;
+  std::vector<json> ids;
+  std::vector<UsageQuery> queries;
+};
+
+TEST_CASE("dispatcher: usage is answered by the deferred ops", "[dispatcher]") {
+  Harness h;
+  SECTION("unavailable without them") {
+    CheckError(h.Call(json{{"op", "usage"}, {"user", "alice"}}, kUser),
+               "unavailable", "usage:");
+  }
+  SECTION("handed on, with no reply now") {
+    FakeDeferred deferred;
+    h.dispatcher().set_deferred(&deferred);
+    auto send = [&](const json& request) {
+      std::string out;
+      h.dispatcher().Handle(Peer{1000, false, 42}, request.dump(), kT0, &out);
+      CHECK(out.empty());
+      CHECK(h.dispatcher().TakeDeferred());
+      CHECK_FALSE(h.dispatcher().TakeDeferred());
+    };
+    send(json{{"id", 5}, {"op", "usage"}, {"user", "alice"}});
+    send(json{{"op", "usage"},
+              {"user", "alice"},
+              {"task", "t1"},
+              {"since_ms", 1000},
+              {"by", "model"}});
+    send(json{{"op", "usage"}, {"user", "alice"}, {"by", "total"}});
+    send(json{{"op", "usage"}, {"user", "alice"}, {"by", nullptr}});
+    REQUIRE(deferred.queries.size() == 4);
+    CHECK(deferred.conns[0] == 42);
+    CHECK(deferred.ids[0] == 5);
+    CHECK(deferred.ids[1].is_null());
+    CHECK(deferred.queries[0].user == "alice");
+    CHECK(deferred.queries[0].task.empty());
+    CHECK(deferred.queries[0].since_ms == 0);
+    CHECK(deferred.queries[0].by == "task");
+    CHECK(deferred.queries[1].task == "t1");
+    CHECK(deferred.queries[1].since_ms == 1000);
+    CHECK(deferred.queries[1].by == "model");
+    CHECK(deferred.queries[2].by.empty());  // one total
+    CHECK(deferred.queries[3].by == "task");  // null is the default
+
+    for (const auto& [request, prefix] :
+         {std::pair{json{{"op", "usage"}}, "user:"},
+          std::pair{json{{"op", "usage"}, {"user", ""}}, "user:"},
+          std::pair{json{{"op", "usage"}, {"user", "a"}, {"since_ms", -1}},
+                    "since_ms:"},
+          std::pair{json{{"op", "usage"}, {"user", "a"}, {"by", "week"}},
+                    "by:"},
+          std::pair{json{{"op", "usage"}, {"user", "a"}, {"task", 1}},
+                    "task:"}}) {
+      CheckError(h.Call(request, kUser), "bad_request", prefix);
+    }
+    CHECK(deferred.queries.size() == 4);
+  }
+}
+
 TEST_CASE("dispatcher: ErrorLine and OpsHelp", "[dispatcher]") {
   std::string line = Dispatcher::ErrorLine(ErrorCode::kLineTooLong,
                                            "request: longer than 65536 bytes");
@@ -683,7 +749,7 @@ TEST_CASE("dispatcher: ErrorLine and OpsHelp", "[dispatcher]") {
 
   const std::string help = "\n" + Dispatcher::OpsHelp();
   for (const char* op : {"ping", "acquire", "commit", "cancel", "status",
-                         "metrics"}) {
+                         "usage", "metrics"}) {
     CAPTURE(op);
     CHECK(help.find("\n" + std::string(op) + ": ") != std::string::npos);
   }
