@@ -45,6 +45,7 @@ TEST_CASE("config: defaults", "[config]") {
   CHECK(c.max_line_bytes == 65'536);
   CHECK(c.max_connections == 4096);
   CHECK(c.max_output_bytes == 16 << 20);
+  CHECK(c.max_waiters_per_scope == 1000);
   CHECK_FALSE(c.fail_open);
   CHECK(c.metrics_listen.empty());
   CHECK(c.policies.empty());
@@ -64,6 +65,7 @@ TEST_CASE("config: every setting", "[config]") {
                         {"max_line_bytes", 1024},
                         {"max_connections", 1},
                         {"max_output_bytes", 65536},
+                        {"max_waiters_per_scope", 7},
                         {"on_storage_error", "open"},
                         {"metrics_listen", "127.0.0.1:9464"}});
   CHECK(c.admin_uids == std::vector<int64_t>{0, 1000, 4294967294});
@@ -74,6 +76,7 @@ TEST_CASE("config: every setting", "[config]") {
   CHECK(c.max_line_bytes == 1024);
   CHECK(c.max_connections == 1);
   CHECK(c.max_output_bytes == 65536);
+  CHECK(c.max_waiters_per_scope == 7);
   CHECK(c.fail_open);
   CHECK(c.metrics_listen == "127.0.0.1:9464");
 
@@ -98,6 +101,7 @@ TEST_CASE("config: integer bounds", "[config]") {
       {"lease_ttl_ms", 1000, 604800000},
       {"max_line_bytes", 1024, 16777216},
       {"max_connections", 1, 1000000},
+      {"max_waiters_per_scope", 1, 1000000},
       {"max_output_bytes", 65536, 1073741824},
   };
   for (const Bound& b : bounds) {
@@ -237,6 +241,7 @@ TEST_CASE("config: which settings a reload may change", "[config]") {
       {json{{"durability", "batched"}}, {"durability"}},
       {json{{"flush_interval_ms", 50}}, {"flush_interval_ms"}},
       {json{{"metrics_listen", "127.0.0.1:1"}}, {"metrics_listen"}},
+      {json{{"max_waiters_per_scope", 10}}, {"max_waiters_per_scope"}},
       {json{{"admin_uids", json::array({5})}}, {}},
       {json{{"lease_ttl_ms", 5000}}, {}},
       {json{{"max_line_bytes", 4096}}, {}},
@@ -260,8 +265,9 @@ TEST_CASE("config: help lists every setting", "[config]") {
   const std::string help = ConfigHelp();
   for (const char* name :
        {"admin_uids", "socket_mode", "durability", "flush_interval_ms",
-        "lease_ttl_ms", "max_line_bytes", "max_connections", "max_output_bytes",
-        "on_storage_error", "metrics_listen", "policies", "prices"}) {
+        "lease_ttl_ms", "max_line_bytes", "max_connections",
+        "max_waiters_per_scope", "max_output_bytes", "on_storage_error",
+        "metrics_listen", "policies", "prices"}) {
     CAPTURE(name);
     CHECK(help.find(std::string(name) + "  ") != std::string::npos);
   }
