@@ -197,6 +197,7 @@ void Daemon::OnLoopTurn() {
     waiters_->Poke();
   }
   if (config_.durability == Durability::kStrict) Seal();
+  server_->FlushWrites();
 }
 
 void Daemon::OnConnectionClosed(uint64_t conn) {

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -26,6 +27,7 @@ struct Server::Connection {
   bool closing = false;
   bool close_after_write = false;
   bool paused = false;  // a deferred request is being answered
+  std::string out;      // replies not yet handed to uv_write
 };
 
 namespace {
@@ -146,9 +148,9 @@ void Server::OnConnection(uv_stream_t* listener, int status) {
   c->peer.conn = self->next_conn_id_++;
   self->by_id_[c->peer.conn] = c;
   ++self->stats_->connections_total;
-  self->stats_->connections = static_cast<int64_t>(self->connections_.size());
-  if (static_cast<int64_t>(self->connections_.size()) >
-      self->config_->max_connections) {
+  // Connections still closing do not count: their clients are gone.
+  self->stats_->connections = static_cast<int64_t>(self->by_id_.size());
+  if (self->stats_->connections > self->config_->max_connections) {
     self->Write(c, Dispatcher::ErrorLine(
                        ErrorCode::kTooManyConnections,
                        "connections: the daemon already serves " +
@@ -320,18 +322,38 @@ void Server::Fail(uint64_t seq, const std::string& message) {
   }
 }
 
+// Replies are gathered per connection and written once per loop turn
+// (FlushWrites), so a pipelined burst costs one write(2), not one per reply.
 void Server::Write(Connection* c, std::string data) {
   if (c->closing) return;
-  size_t queued = c->pipe.write_queue_size + c->held_bytes + data.size();
+  size_t queued = c->pipe.write_queue_size + c->held_bytes + c->out.size() +
+                  data.size();
   if (queued > static_cast<size_t>(config_->max_output_bytes)) {
     Log(LogLevel::kWarn, "connection of uid %u holds %zu bytes of unread "
         "replies; closing it", c->peer.uid, queued);
     CloseConnection(c);
     return;
   }
+  if (c->out.empty()) {
+    c->out = std::move(data);
+    unflushed_.push_back(c);
+  } else {
+    c->out += data;
+  }
+}
+
+void Server::FlushWrites() {
+  for (Connection* c : unflushed_) WriteOut(c);
+  unflushed_.clear();
+}
+
+void Server::WriteOut(Connection* c) {
+  if (c->out.empty()) return;
   auto* w = new WriteReq();
-  w->data = std::move(data);
-  uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  w->data = std::move(c->out);
+  c->out.clear();
+  uv_buf_t buf =
+      uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
   w->req.data = w;
   int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
                     [](uv_write_t* req, int) {
@@ -345,9 +367,13 @@ void Server::Write(Connection* c, std::string data) {
 
 void Server::CloseConnection(Connection* c) {
   if (c->closing) return;
+  WriteOut(c);  // what was answered still goes out before the shutdown
   c->closing = true;
+  unflushed_.erase(std::remove(unflushed_.begin(), unflushed_.end(), c),
+                   unflushed_.end());
   holding_.erase(c);
   by_id_.erase(c->peer.conn);
+  stats_->connections = static_cast<int64_t>(by_id_.size());
   gate_->OnConnectionClosed(c->peer.conn);
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
   // Shut down after queued writes (an error line must reach the client),
@@ -363,9 +389,6 @@ void Server::CloseConnection(Connection* c) {
                                     auto* cc = static_cast<Connection*>(h->data);
                                     Server* s = cc->server;
                                     s->connections_.erase(cc);
-                                    s->stats_->connections =
-                                        static_cast<int64_t>(
-                                            s->connections_.size());
                                     delete cc;
                                     s->MaybeClosed();
                                   });
@@ -376,7 +399,6 @@ void Server::CloseConnection(Connection* c) {
       auto* cc = static_cast<Connection*>(h->data);
       Server* s = cc->server;
       s->connections_.erase(cc);
-      s->stats_->connections = static_cast<int64_t>(s->connections_.size());
       delete cc;
       s->MaybeClosed();
     });

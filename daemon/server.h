@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <uv.h>
 
@@ -62,6 +63,8 @@ class Server {
   // Turns every held reply whose batch is <= `seq` into an `unavailable`
   // error (same id) and writes it.
   void Fail(uint64_t seq, const std::string& message);
+  // Writes every connection's gathered replies (once per loop turn).
+  void FlushWrites();
   // Stops accepting and reading; connections stay open for their replies.
   void StopAccepting();
   // Closes every handle (after queued writes), then `on_closed`.
@@ -80,6 +83,7 @@ class Server {
   void Queue(Connection* c, uint64_t seq, std::string data);
   void Flush(Connection* c);
   void Write(Connection* c, std::string data);
+  void WriteOut(Connection* c);
   void CloseConnection(Connection* c);
   void MaybeClosed();
 
@@ -100,6 +104,7 @@ class Server {
   bool closing_ = false;
   uint64_t released_seq_ = 0;
   std::string reply_;  // scratch buffer for one reply
+  std::vector<Connection*> unflushed_;  // connections with `out` pending
 };
 
 }  // namespace brake

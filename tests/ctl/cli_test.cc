@@ -109,7 +109,7 @@ TEST_CASE("a denied acquire exits 3, with and without --json", "[ctl]") {
   CHECK(raw.out == daemon.reply + "\n");
 }
 
-TEST_CASE("--json prints the reply byte for byte", "[ctl]") {
+TEST_CASE("brakectl --json prints the reply byte for byte", "[ctl]") {
   FakeDaemon daemon;
   // Odd spacing, key order and escapes must all survive.
   daemon.reply =
@@ -208,7 +208,7 @@ TEST_CASE("an unreadable policy file exits 1", "[ctl]") {
   CHECK(daemon.connects == 0);
 }
 
-TEST_CASE("--file - reads the policy from standard input", "[ctl]") {
+TEST_CASE("brakectl policy set --file - reads standard input", "[ctl]") {
   FakeDaemon daemon;
   daemon.reply = R"({"id":1,"ok":true})";
   Outcome o = RunCtl(&daemon, {"policy", "set", "task:*", "--file", "-"}, {},
