@@ -210,6 +210,14 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     return Status(ErrorCode::kForbidden,
                   "task: " + req.task + " belongs to another user");
   }
+  if (!new_task && !req.parent.empty() &&
+      req.parent != task_it->second.parent) {
+    return Status::BadRequest("parent: task " + req.task +
+                              " already has " +
+                              (task_it->second.parent.empty()
+                                   ? std::string("no parent")
+                                   : "parent " + task_it->second.parent));
+  }
   if (new_task && !req.parent.empty()) {
     if (req.parent == req.task) {
       return Status::BadRequest("parent: a task cannot be its own parent");

@@ -22,6 +22,10 @@ Status ValidateName(std::string_view value, std::string_view field) {
   if (value.empty()) {
     return Status::BadRequest(std::string(field) + ": must not be empty");
   }
+  if (value == "*") {
+    return Status::BadRequest(std::string(field) +
+                              ": * is reserved for the default scopes");
+  }
   if (value.size() > kMaxNameBytes) {
     return Status::BadRequest(std::string(field) + ": longer than " +
                               std::to_string(kMaxNameBytes) + " bytes");

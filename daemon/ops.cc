@@ -124,6 +124,11 @@ struct OpHandlers {
     c.latency_ms = Int(req, "latency_ms", -1);
     c.outcome = Str(req, "outcome");  // "" when absent or null
     if (c.outcome.empty()) c.outcome = "ok";
+    if (c.tokens && (c.input_tokens || c.output_tokens) &&
+        *c.tokens < c.input_tokens.value_or(0) + c.output_tokens.value_or(0)) {
+      return Status::BadRequest(
+          "tokens: smaller than input_tokens + output_tokens");
+    }
     auto s = ctx.engine->Commit(c, ctx.now_us);
     if (!s.ok()) return s.status();
     ++ctx.dispatcher->commits_;
@@ -185,6 +190,12 @@ struct OpHandlers {
     json body = json::object();
     if (req.contains("limits")) body["limits"] = req["limits"];
     if (req.contains("breaker")) body["breaker"] = req["breaker"];
+    if (body.empty()) {
+      // A misspelt "limits" must not silently set a policy with none.
+      return Status::BadRequest(
+          "limits: is required (or breaker); to remove a policy use "
+          "policy.delete");
+    }
     auto policy = ParsePolicy(body, "");
     if (!policy.ok()) return policy.status();
     json canonical = json::parse(policy->json);
