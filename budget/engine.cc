@@ -87,11 +87,13 @@ Engine::~Engine() = default;
 void Engine::SetPolicy(const std::string& scope, Policy policy) {
   policies_[scope] = std::move(policy);
   dirty_policies_.insert(scope);
+  ++mutations_;
 }
 
 bool Engine::DeletePolicy(const std::string& scope) {
   if (policies_.erase(scope) == 0) return false;
   dirty_policies_.insert(scope);
+  ++mutations_;
   return true;
 }
 
@@ -103,6 +105,7 @@ const Policy* Engine::GetPolicy(const std::string& scope) const {
 void Engine::SetPrice(const std::string& model, Price price) {
   prices_[model] = price;
   dirty_prices_.insert(model);
+  ++mutations_;
 }
 
 const Price* Engine::GetPrice(const std::string& model) const {
@@ -306,6 +309,7 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000};
     dirty_tasks_.insert(req.task);
   }
+  ++mutations_;
   out.granted = true;
   out.lease = lease.id;
   expiry_.emplace(lease.expires_at_us, lease.id);
@@ -326,6 +330,7 @@ void Engine::AddTotals(std::unordered_map<std::string, Totals>& map,
 // nothing spent) and releases what it charged.
 void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
   ++settlements_;
+  ++mutations_;
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
   for (const LeaseCharge& c : lease.charges) {
     std::string key = LimiterKey(c.scope, c.limit);
@@ -400,7 +405,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
                               lease.parent, lease.resource, lease.model,
                               actual.requests, actual.tokens, input, output,
                               actual.usd_nano, req.latency_ms, req.outcome,
-                              false});
+                              false, lease.id});
   Settlement s{actual.tokens, actual.usd_nano, false};
   settled_[lease.id] = {s, now_us};
   settled_order_.emplace(now_us, lease.id);
@@ -438,7 +443,7 @@ int Engine::ExpireLeases(int64_t now_us) {
     ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
                                 lease.parent, lease.resource, lease.model,
                                 actual.requests, actual.tokens, 0, 0,
-                                actual.usd_nano, -1, "expired", true});
+                                actual.usd_nano, -1, "expired", true, id});
     Settlement s{actual.tokens, actual.usd_nano, false};
     settled_[id] = {s, now_us};
     settled_order_.emplace(now_us, id);
@@ -495,6 +500,7 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
 }
 
 void Engine::Reset(const std::string& scope, int64_t now_us) {
+  ++mutations_;
   // A `*` scope resets every subject of its kind.
   std::string prefix = IsWildcard(scope) ? scope.substr(0, scope.size() - 1)
                                          : scope + kKeySep;

@@ -146,6 +146,9 @@ class Engine {
   // Counts settlements (commit, cancel, expiry): capacity may have appeared
   // since the count changed.
   uint64_t settlements() const { return settlements_; }
+  // Counts state changes of any kind (grants, settlements, policies,
+  // prices, resets): a reply whose request moved it must be durable.
+  uint64_t mutations() const { return mutations_; }
   void set_lease_ttl_us(int64_t ttl_us) { lease_ttl_us_ = ttl_us; }
 
   // Checks every applicable limit and charges all of them, or none. Errors:
@@ -222,6 +225,7 @@ class Engine {
   int64_t lease_ttl_us_;
   uint64_t next_lease_ = 1;
   uint64_t settlements_ = 0;
+  uint64_t mutations_ = 0;
 
   std::map<std::string, Policy> policies_;
   std::unordered_map<std::string, Price> prices_;

@@ -68,7 +68,8 @@ Status Daemon::Start() {
 
   worker_ = std::make_unique<StorageWorker>(
       &loop_, std::move(*store),
-      [this](const StorageWorker::Done& d) { OnStorageDone(d); });
+      [this](const StorageWorker::Done& d) { OnStorageDone(d); },
+      [path = options_.db_path] { return Store::Open(path); });
   server_ = std::make_unique<Server>(&loop_, dispatcher_.get(), &config_,
                                      &stats_, this);
   waiters_ = std::make_unique<Waiters>(
@@ -207,7 +208,7 @@ void Daemon::OnConnectionClosed(uint64_t conn) {
 void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
   Seal();  // the ledger must hold every settlement made before the question
   auto result = std::make_shared<Result<std::vector<UsageTotal>>>(
-      Status::Internal("usage: not run"));
+      Status::Unavailable("storage: the database cannot be read now"));
   worker_->Run(
       [query = std::move(query), result](Store& store) {
         *result = store.QueryUsage(query);
@@ -231,6 +232,13 @@ void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
         }
         server_->Resume(conn, OkLine(id, {{"rows", std::move(rows)}}));
       });
+}
+
+bool Daemon::ReplyChangedState() {
+  uint64_t now = engine_->mutations();
+  bool changed = now != mutations_seen_;
+  mutations_seen_ = now;
+  return changed;
 }
 
 uint64_t Daemon::SeqForReply() {

@@ -44,6 +44,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   int Run();
 
   uint64_t SeqForReply() override;
+  bool ReplyChangedState() override;
   int64_t NowUs() override { return clock_.NowUs(); }
   void OnConnectionClosed(uint64_t conn) override;
   void Usage(uint64_t conn, nlohmann::json id, UsageQuery query) override;
@@ -70,6 +71,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   std::unique_ptr<Server> server_;
   std::unique_ptr<Waiters> waiters_;
   uint64_t settlements_seen_ = 0;
+  uint64_t mutations_seen_ = 0;
 
   uv_signal_t sigterm_;
   uv_signal_t sigint_;

@@ -1,4 +1,5 @@
 // braked: the brake daemon. Parses flags and runs brake::Daemon.
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // A file-size limit must fail a write (and fail closed), not kill us.
+  std::signal(SIGXFSZ, SIG_IGN);
   brake::Daemon daemon(options);
   if (brake::Status s = daemon.Start(); !s.ok()) {
     brake::Log(brake::LogLevel::kError, "cannot start: %s",

@@ -22,7 +22,12 @@ struct Server::Connection {
   Peer peer;
   std::string in;  // an incomplete line
   // Replies waiting for their batch to commit, in order: (seq, lines).
-  std::deque<std::pair<uint64_t, std::string>> held;
+  struct Held {
+    uint64_t seq;      // the batch these replies wait for
+    bool must_commit;  // their requests changed state: fail if it fails
+    std::string data;
+  };
+  std::deque<Held> held;
   size_t held_bytes = 0;
   bool closing = false;
   bool close_after_write = false;
@@ -227,8 +232,7 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
     c->in.clear();
     c->in.shrink_to_fit();
     uv_read_stop(stream);
-    self->Queue(c, self->gate_->SeqForReply(),
-                Dispatcher::ErrorLine(
+    self->QueueReply(c, Dispatcher::ErrorLine(
                     ErrorCode::kLineTooLong,
                     "request: line longer than max_line_bytes (" +
                         std::to_string(max_line) + "); closing"));
@@ -243,7 +247,7 @@ void Server::HandleLine(Connection* c, std::string_view line) {
   reply_.clear();
   dispatcher_->Handle(c->peer, line, gate_->NowUs(), &reply_);
   if (dispatcher_->TakeDeferred()) c->paused = true;
-  if (!reply_.empty()) Queue(c, gate_->SeqForReply(), reply_);
+  if (!reply_.empty()) QueueReply(c, reply_);
 }
 
 void Server::Resume(uint64_t conn, std::string line) {
@@ -252,7 +256,7 @@ void Server::Resume(uint64_t conn, std::string line) {
   Connection* c = it->second;
   c->paused = false;
   if (c->closing) return;
-  Queue(c, gate_->SeqForReply(), std::move(line));
+  QueueReply(c, std::move(line));
   std::string pending = std::move(c->in);
   c->in.clear();
   Consume(c, pending.data(), pending.size());
@@ -265,28 +269,31 @@ void Server::Resume(uint64_t conn, std::string line) {
 void Server::Deliver(uint64_t conn, std::string line) {
   auto it = by_id_.find(conn);
   if (it == by_id_.end() || it->second->closing) return;
-  Queue(it->second, gate_->SeqForReply(), std::move(line));
+  QueueReply(it->second, std::move(line));
 }
 
-void Server::Queue(Connection* c, uint64_t seq, std::string data) {
+void Server::QueueReply(Connection* c, std::string data) {
+  uint64_t seq = gate_->SeqForReply();
+  bool changed = gate_->ReplyChangedState();
   if (c->held.empty() && seq <= released_seq_) {
     Write(c, std::move(data));
     return;
   }
   c->held_bytes += data.size();
-  if (!c->held.empty() && c->held.back().first == seq) {
-    c->held.back().second += data;
+  if (!c->held.empty() && c->held.back().seq == seq &&
+      c->held.back().must_commit == changed) {
+    c->held.back().data += data;
   } else {
-    c->held.emplace_back(seq, std::move(data));
+    c->held.push_back(Connection::Held{seq, changed, std::move(data)});
   }
   holding_.insert(c);
 }
 
 void Server::Flush(Connection* c) {
   std::string out;
-  while (!c->held.empty() && c->held.front().first <= released_seq_) {
-    c->held_bytes -= c->held.front().second.size();
-    out += c->held.front().second;
+  while (!c->held.empty() && c->held.front().seq <= released_seq_) {
+    c->held_bytes -= c->held.front().data.size();
+    out += c->held.front().data;
     c->held.pop_front();
   }
   if (c->held.empty()) holding_.erase(c);
@@ -303,17 +310,19 @@ void Server::Release(uint64_t seq) {
 void Server::Fail(uint64_t seq, const std::string& message) {
   std::vector<Connection*> waiting(holding_.begin(), holding_.end());
   for (Connection* c : waiting) {
-    for (auto& [held_seq, data] : c->held) {
-      if (held_seq > seq) break;
-      size_t before = data.size();
-      data = AsUnavailable(data, message);
-      c->held_bytes = c->held_bytes - before + data.size();
-      held_seq = 0;  // answer now
+    for (Connection::Held& h : c->held) {
+      if (h.seq > seq) break;
+      if (h.must_commit) {
+        size_t before = h.data.size();
+        h.data = AsUnavailable(h.data, message);
+        c->held_bytes = c->held_bytes - before + h.data.size();
+      }
+      h.seq = 0;  // answer now: reads report what the daemon holds
     }
     std::string out;
-    while (!c->held.empty() && c->held.front().first == 0) {
-      c->held_bytes -= c->held.front().second.size();
-      out += c->held.front().second;
+    while (!c->held.empty() && c->held.front().seq == 0) {
+      c->held_bytes -= c->held.front().data.size();
+      out += c->held.front().data;
       c->held.pop_front();
     }
     if (c->held.empty()) holding_.erase(c);

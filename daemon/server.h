@@ -37,6 +37,9 @@ class Server {
     virtual ~Gate() = default;
     // The batch a reply produced now must wait for (0: none).
     virtual uint64_t SeqForReply() = 0;
+    // Whether the state changed since the previous reply was tagged: such a
+    // reply must not be sent if its batch fails; others only observed it.
+    virtual bool ReplyChangedState() = 0;
     // The daemon's clock, sampled once per request.
     virtual int64_t NowUs() = 0;
     // A connection is gone (its waiters must go too).
@@ -80,7 +83,9 @@ class Server {
   void HandleLine(Connection* c, std::string_view line);
   // Handles the complete lines in data[0, n), keeping the rest as `in`.
   void Consume(Connection* c, const char* data, size_t n);
-  void Queue(Connection* c, uint64_t seq, std::string data);
+  // Sends a reply produced now, once the batch it depends on has committed
+  // (the gate's tag; at once when it has).
+  void QueueReply(Connection* c, std::string data);
   void Flush(Connection* c);
   void Write(Connection* c, std::string data);
   void WriteOut(Connection* c);

@@ -6,8 +6,11 @@
 namespace brake {
 
 StorageWorker::StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store,
-                             OnDone on_done)
-    : loop_(loop), store_(std::move(store)), on_done_(std::move(on_done)) {
+                             OnDone on_done, Reopen reopen)
+    : loop_(loop),
+      store_(std::move(store)),
+      on_done_(std::move(on_done)),
+      reopen_(std::move(reopen)) {
   uv_async_init(loop_, &async_, &StorageWorker::OnAsync);
   async_.data = this;
   thread_ = std::thread([this] { ThreadMain(); });
@@ -74,12 +77,26 @@ void StorageWorker::ThreadMain() {
       any_batch = true;
     }
     Done done;
-    if (any_batch) {
+    if (any_batch && store_ == nullptr) {
+      // The last commit failed: start again from a fresh connection. The
+      // retried batch is idempotent (upserts, ledger rows keyed by lease),
+      // so frames of the failed commit that reached the WAL anyway do no
+      // harm.
+      auto reopened = reopen_ ? reopen_()
+                              : Result<std::unique_ptr<Store>>(
+                                    Status::Unavailable("storage: closed"));
+      if (reopened.ok()) store_ = std::move(*reopened);
+      else done.status = reopened.status();
+    }
+    if (any_batch && store_ != nullptr) {
       auto start = std::chrono::steady_clock::now();
       done.status = store_->Apply(merged);
       done.commit_us = std::chrono::duration_cast<std::chrono::microseconds>(
                            std::chrono::steady_clock::now() - start)
                            .count();
+      if (!done.status.ok()) store_.reset();
+    }
+    if (any_batch) {
       done.seq = seq;
       if (!done.status.ok()) {
         failed = std::move(merged);
@@ -91,7 +108,7 @@ void StorageWorker::ThreadMain() {
     std::deque<std::function<void()>> thens;
     for (Job& job : jobs) {
       if (job.is_batch) continue;
-      job.read(*store_);
+      if (store_ != nullptr) job.read(*store_);  // else `then` reports it
       thens.push_back(std::move(job.then));
     }
     {

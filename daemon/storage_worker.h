@@ -34,7 +34,13 @@ class StorageWorker {
   };
   using OnDone = std::function<void(const Done&)>;
 
-  StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store, OnDone on_done);
+  // Opens a fresh Store on the same database: after a failed commit the
+  // worker closes its connection and reopens it before retrying, so a disk
+  // that recovers (space freed, device back) is used again without a restart.
+  using Reopen = std::function<Result<std::unique_ptr<Store>>()>;
+
+  StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store, OnDone on_done,
+                Reopen reopen);
   ~StorageWorker();
   StorageWorker(const StorageWorker&) = delete;
   StorageWorker& operator=(const StorageWorker&) = delete;
@@ -62,6 +68,7 @@ class StorageWorker {
   uv_loop_t* loop_;
   std::unique_ptr<Store> store_;
   OnDone on_done_;
+  Reopen reopen_;
   uv_async_t async_;
   std::thread thread_;
   std::function<void()> on_closed_;

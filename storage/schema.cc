@@ -69,6 +69,13 @@ CREATE TABLE ledger(
 CREATE INDEX ledger_user_time ON ledger(user, time_ms);
 CREATE INDEX ledger_user_task ON ledger(user, task);
 )sql",
+    // 1 -> 2: ledger rows name their lease, so a batch retried after a
+    // failed commit (whose frames may have reached the WAL after all) never
+    // records one settlement twice.
+    R"sql(
+ALTER TABLE ledger ADD COLUMN lease TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX ledger_lease ON ledger(lease) WHERE lease <> '';
+)sql",
 };
 
 // Ends the open transaction, if SQLite has not already ended it itself (it

@@ -178,10 +178,11 @@ Status Store::Impl::PrepareAll() {
        "input_nano_per_mtok = excluded.input_nano_per_mtok, "
        "output_nano_per_mtok = excluded.output_nano_per_mtok"},
       {&ledger_insert,
-       "INSERT INTO ledger(time_ms, user, task, parent, resource, model, "
-       "requests, tokens, input_tokens, output_tokens, usd_nano, latency_ms, "
-       "outcome, expired) "
-       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+       "INSERT OR IGNORE INTO ledger(time_ms, user, task, parent, resource, "
+       "model, requests, tokens, input_tokens, output_tokens, usd_nano, "
+       "latency_ms, outcome, expired, lease) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+       "?15)"},
   };
   for (const auto& [stmt, sql] : table) {
     Result<Statement> prepared = Statement::Prepare(db(), sql);
@@ -276,6 +277,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
     ledger_insert.BindInt(12, row.latency_ms);
     ledger_insert.BindText(13, row.outcome);
     ledger_insert.BindInt(14, row.expired ? 1 : 0);
+    ledger_insert.BindText(15, row.lease);
     s = ledger_insert.Run("append ledger row", row.user, row.task);
     if (!s.ok()) return s;
   }
