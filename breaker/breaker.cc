@@ -85,9 +85,8 @@ void Breaker::Advance(int64_t now_us) {
   state_ = BreakerState::kHalfOpen;
   probes_in_flight_ = 0;
   probes_ok_ = 0;
-  Emit(BreakerState::kOpen, "open time over; up to " + Num(ProbeSlots()) +
-                                " probes",
-       now_us);
+  Emit(BreakerState::kOpen,
+       "open time over; up to " + Num(ProbeSlots()) + " probes", now_us);
 }
 
 int64_t Breaker::NextOpenUs() const {
@@ -113,9 +112,8 @@ void Breaker::Open(Cause cause, int64_t duration_us, std::string figures,
   if (state_ == BreakerState::kOpen) {
     if (until <= open_until_us_) return;  // never shortens an open time
   } else {
-    consecutive_opens_ = state_ == BreakerState::kClosed
-                             ? 1
-                             : sat::Add(consecutive_opens_, 1);
+    consecutive_opens_ =
+        state_ == BreakerState::kClosed ? 1 : sat::Add(consecutive_opens_, 1);
     probes_in_flight_ = 0;
     probes_ok_ = 0;
     state_ = BreakerState::kOpen;
@@ -197,15 +195,14 @@ void Breaker::OnOutcome(int64_t latency_ms, Outcome outcome, bool probe,
     --probes_in_flight_;
     if (failed || outcome == Outcome::kThrottled || slow) {
       std::string why =
-          slow && !failed
-              ? "probe took " + Num(latency_ms) + " ms > " +
-                    Num(spec_.slow->max_rt_ms) + " ms"
-              : "probe ended " + std::string(OutcomeName(outcome));
+          slow && !failed ? "probe took " + Num(latency_ms) + " ms > " +
+                                Num(spec_.slow->max_rt_ms) + " ms"
+                          : "probe ended " + std::string(OutcomeName(outcome));
       Cause cause = slow && !failed                  ? Cause::kSlowCalls
                     : outcome == Outcome::kThrottled ? Cause::kThrottled
                                                      : Cause::kErrors;
-      Open(cause, NextOpenUs(),
-           why + "; re-open " + Num(consecutive_opens_), now_us);
+      Open(cause, NextOpenUs(), why + "; re-open " + Num(consecutive_opens_),
+           now_us);
       return;
     }
     probes_ok_ = sat::Add(probes_ok_, 1);
@@ -274,9 +271,8 @@ void Breaker::Trip(int64_t open_ms, int64_t now_us) {
   if (open_ms <= 0) open_ms = spec_.open_ms;
   BreakerState from = state_;
   if (state_ != BreakerState::kOpen) {
-    consecutive_opens_ = state_ == BreakerState::kClosed
-                             ? 1
-                             : sat::Add(consecutive_opens_, 1);
+    consecutive_opens_ =
+        state_ == BreakerState::kClosed ? 1 : sat::Add(consecutive_opens_, 1);
     probes_in_flight_ = 0;
     probes_ok_ = 0;
     state_ = BreakerState::kOpen;

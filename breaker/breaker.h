@@ -56,7 +56,7 @@ struct Admission {
 struct Snapshot {
   BreakerState state = BreakerState::kClosed;  // half-open once open time is up
   Cause cause = Cause::kNone;                  // kNone when closed
-  int64_t retry_in_us = 0;      // until half-open; 0 when not open
+  int64_t retry_in_us = 0;        // until half-open; 0 when not open
   int64_t consecutive_opens = 0;  // opens since last closed
   int64_t open_until_us = 0;      // the end of the last open time (0: never)
   int64_t probes_in_flight = 0;

@@ -57,8 +57,7 @@ Status Bad(const std::string& field, const std::string& what) {
   return Status::BadRequest(field + ": " + what);
 }
 
-Status CheckRange(const std::string& field, int64_t v, int64_t lo,
-                  int64_t hi) {
+Status CheckRange(const std::string& field, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi) {
     return Bad(field, "must be an integer between " + std::to_string(lo) +
                           " and " + std::to_string(hi));

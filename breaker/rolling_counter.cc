@@ -46,8 +46,8 @@ void RollingCounter::SetWindow(int64_t window_ms) {
   int64_t bucket_us = 0;
   if (window_ms > 0) {
     int64_t window_us = sat::MsToUs(window_ms);
-    bucket_us = std::max<int64_t>(1, window_us / kBuckets +
-                                         (window_us % kBuckets != 0 ? 1 : 0));
+    bucket_us = std::max<int64_t>(
+        1, window_us / kBuckets + (window_us % kBuckets != 0 ? 1 : 0));
   }
   if (bucket_us == bucket_us_) return;
   std::vector<int64_t> saved;
@@ -64,9 +64,8 @@ void RollingCounter::AppendState(std::vector<int64_t>* out) const {
   for (const Bucket& b : ring_) {
     if (b.used) used.push_back(b);
   }
-  std::sort(used.begin(), used.end(), [](const Bucket& a, const Bucket& b) {
-    return a.epoch < b.epoch;
-  });
+  std::sort(used.begin(), used.end(),
+            [](const Bucket& a, const Bucket& b) { return a.epoch < b.epoch; });
   out->push_back(bucket_us_);
   out->push_back(static_cast<int64_t>(used.size()));
   for (const Bucket& b : used) {
