@@ -81,12 +81,19 @@ void Breaker::ClearWindows() {
 }
 
 void Breaker::Advance(int64_t now_us) {
-  if (state_ != BreakerState::kOpen || now_us < open_until_us_) return;
-  state_ = BreakerState::kHalfOpen;
-  probes_in_flight_ = 0;
-  probes_ok_ = 0;
-  Emit(BreakerState::kOpen,
-       "open time over; up to " + Num(ProbeSlots()) + " probes", now_us);
+  if (state_ == BreakerState::kOpen && now_us >= open_until_us_) {
+    state_ = BreakerState::kHalfOpen;
+    probes_in_flight_ = 0;
+    probes_ok_ = 0;
+    Emit(BreakerState::kOpen,
+         "open time over; up to " + Num(ProbeSlots()) + " probes", now_us);
+  }
+  // After a reconfigure or restore to fewer probes, the probes already ok
+  // may be enough; without this the breaker would deny every acquire and
+  // wait for an outcome that no admitted probe can bring.
+  if (state_ == BreakerState::kHalfOpen && probes_ok_ >= ProbeSlots()) {
+    Close(Num(probes_ok_) + " of " + Num(ProbeSlots()) + " probes ok", now_us);
+  }
 }
 
 int64_t Breaker::NextOpenUs() const {
@@ -310,6 +317,8 @@ Snapshot Breaker::View(int64_t now_us) const {
     } else {
       s.retry_in_us = sat::Until(open_until_us_, now_us);
     }
+  } else if (state_ == BreakerState::kHalfOpen && probes_ok_ >= ProbeSlots()) {
+    s = Snapshot{};  // what Advance will make of it
   }
   return s;
 }

@@ -102,9 +102,11 @@ class Breaker {
   // known latency, slow when latency > max_rt_ms; errors rule: all calls,
   // failed when error or timeout; throttled is neither), then each rule
   // trips once its window holds at least min_calls and hits/calls is
-  // strictly greater than its ratio (compared exactly to 1e-6 of a unit).
+  // strictly greater than its ratio (compared exactly to 1e-6 of a unit);
+  // the slow rule is looked at first.
   // A probe (`probe` true, breaker half-open) frees its slot: ok and not slow
-  // counts towards closing; error, timeout, throttled or slow re-opens.
+  // counts towards closing; error, timeout, throttled or slow re-opens with
+  // backoff, the cause then being errors, throttled or slow_calls.
   void OnOutcome(int64_t latency_ms, Outcome outcome, bool probe,
                  int64_t now_us);
   // The downstream said wait: open (cause throttled) until now +
@@ -126,6 +128,7 @@ class Breaker {
   void Reset(int64_t now_us);
 
   Snapshot View(int64_t now_us) const;
+  // The state as of the last call that took a `now_us` (View is current).
   BreakerState state() const { return state_; }
   // The transitions since the last call, oldest first (at most
   // kMaxPendingTransitions are kept; older ones are dropped).
@@ -142,7 +145,8 @@ class Breaker {
 
   const BreakerSpec& spec() const { return spec_; }
   // New rules and timings; state, open time and windows are kept (a window
-  // whose rule is removed is cleared).
+  // whose rule is removed is cleared; a half-open breaker whose probes done
+  // ok already reach the new half_open_probes closes at the next call).
   void Reconfigure(BreakerSpec spec);
 
  private:

@@ -78,6 +78,25 @@ TEST_CASE("breaker: save and restore mid-state", "[breaker]") {
     r.OnOutcome(10, Outcome::kOk, true, t1);
     REQUIRE(r.state() == BreakerState::kClosed);
   }
+  SECTION("half-open into a spec with fewer probes: closes, never sticks") {
+    TripSlow(b, kT0);
+    int64_t t1 = kT0 + 30 * kSec;
+    for (int i = 0; i < 3; ++i) REQUIRE(Acquire(b, t1).probe);
+    b.OnOutcome(10, Outcome::kOk, true, t1);
+    b.OnOutcome(10, Outcome::kOk, true, t1);  // 2 ok, 1 in flight
+    BreakerSpec fewer = FullSpec();
+    fewer.half_open_probes = 2;
+    Breaker r(fewer);
+    REQUIRE(r.RestoreState(b.SaveState()));
+    REQUIRE(r.View(t1).state == BreakerState::kClosed);
+    Admission a = r.Check(t1);
+    REQUIRE(a.admit);
+    REQUIRE_FALSE(a.probe);
+    REQUIRE(r.state() == BreakerState::kClosed);
+    b.Reconfigure(fewer);  // the same, live
+    REQUIRE(b.Check(t1).admit);
+    REQUIRE(b.state() == BreakerState::kClosed);
+  }
   SECTION("the stat windows") {
     Calls(b, 9, 5000, Outcome::kOk, kT0);
     Breaker r = Restarted(b);
