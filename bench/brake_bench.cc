@@ -47,6 +47,15 @@ throughput, latency, grants, denials and the grant rate over time.
   --tasks K              distinct tasks (default: one per connection)
   --tokens N             tokens per acquire, and per commit (default 0)
   --commit               commit each granted lease with --tokens
+  --wait-ms N            send "wait_ms":N on every acquire (default 0: not
+                         sent); replies may then come out of order and the
+                         drain after the run waits N ms longer
+  --once                 each connection sends its D acquires once, at the
+                         start of the measured window, and no more; the
+                         run ends when all are answered (or after T
+                         seconds). The warm-up (default 0 here) is then an
+                         idle pause after connecting, so the server has
+                         accepted every connection before the burst
   --threads N            load threads (default: cores - 1, at least 1)
   --window-ms W          width of the wall-clock-aligned windows grants are
                          also counted in (default 1000)
@@ -77,6 +86,18 @@ so a figure above a fixed_window limit of the same width proves a violation.
 time, for reference. Aligned windows cover the whole run, so the first and
 last are partial.
 
+Waiting: "timeouts" and "queue_full" count denials with those reasons in
+the measured window.
+"answers" is every acquire reply, whenever received (warm-up, measured window
+or drain); "max_answer_ms" is the longest send-to-reply time among them (and
+"max_grant_answer_ms", "max_denial_answer_ms" by outcome), and "late_answers"
+those slower than wait_ms + 50 ms. Requests never answered count in
+"undrained", not here. Per task: connection i acquires for task i % K;
+"grants_per_task" is the least and most granted task and "task_share_ratio"
+most / least (null when some task got nothing). "grant_spacing_ms": the gaps
+between consecutive grants received in the measured window (receive times,
+sorted, all connections), and the first and last grant's time from its start.
+
 JSON fields: target, socket, op, connections, depth, threads, seconds,
 warmup_seconds, user, task_prefix, tasks, tokens, commit, decisions,
 decisions_per_sec, latency_us {min, mean, p50, p90, p99, p999, max}, grants,
@@ -88,7 +109,11 @@ max_grants_aligned_window_certain,
 max_grants_aligned_window_certain_start_unix_ms,
 max_grants_aligned_window_received,
 max_grants_aligned_window_received_start_unix_ms, total_grants, undrained,
-and with --commit: commits {ok, errors, errors_by_code, per_sec,
+grants_per_task {min, max}, task_share_ratio, wait_ms, once, timeouts,
+queue_full, answers, max_answer_ms, max_grant_answer_ms,
+max_denial_answer_ms, late_answers, grant_spacing_ms {grants, first, last,
+min, p50, mean, max} (null without --wait-ms or --once, or with under 2
+grants), and with --commit: commits {ok, errors, errors_by_code, per_sec,
 latency_us}. --compare-echo: {braked: {...}, echo: {...}, ratio:
 {decisions_per_sec, p50, p99}}.
 )";
@@ -135,6 +160,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   const unsigned cores = std::thread::hardware_concurrency();
   load.threads = cores > 1 ? static_cast<int>(cores) - 1 : 1;
   bool socket_set = false;
+  bool warmup_set = false;
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -187,6 +213,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&v) || !ParseSeconds(v, 0, &load.warmup_seconds)) {
         return bad("a number of seconds >= 0");
       }
+      warmup_set = true;
     } else if (arg == "--op") {
       if (!value(&v) || (v != "acquire" && v != "ping")) {
         return bad("acquire or ping");
@@ -210,16 +237,22 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
         return bad("an integer in [1, 86400000]");
       }
       load.window_ms = n;
+    } else if (arg == "--wait-ms") {
+      if (!int_flag(0, 86400000, &n)) {
+        return bad("an integer in [0, 86400000]");
+      }
+      load.wait_ms = n;
     } else if (arg == "--echo-threads") {
       if (!int_flag(1, 1024, &n)) return bad("an integer in [1, 1024]");
       flags->echo_threads = static_cast<int>(n);
     } else if (arg == "--echo-server") {
       if (!value(&v) || v.empty()) return bad("a path");
       flags->echo_server_path = v;
-    } else if (arg == "--commit" || arg == "--echo" ||
+    } else if (arg == "--commit" || arg == "--once" || arg == "--echo" ||
                arg == "--compare-echo" || arg == "--json") {
       if (inline_value) return Usage(arg + " takes no value");
       if (arg == "--commit") load.commit = true;
+      if (arg == "--once") load.once = true;
       if (arg == "--echo") flags->echo = true;
       if (arg == "--compare-echo") flags->compare_echo = true;
       if (arg == "--json") flags->json = true;
@@ -232,6 +265,10 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   }
   if (flags->echo && socket_set) {
     return Usage("--echo runs against its own server; drop --socket");
+  }
+  if (load.once) {
+    if (load.op != BenchOp::kAcquire) return Usage("--once needs --op acquire");
+    if (!warmup_set) load.warmup_seconds = 0;
   }
   if (!socket_set) load.socket_path = BenchSocketPath();
   return std::nullopt;

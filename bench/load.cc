@@ -94,6 +94,7 @@ struct Conn {
   int in_flight = 0;
   uint64_t seq = 0;
   uint64_t grants = 0;
+  int acquires_sent = 0;  // Counted for --once only.
   std::string request_tail;  // What follows the id in an acquire or ping.
   std::vector<Slot> slots;
   std::vector<uint32_t> free_slots;
@@ -135,6 +136,8 @@ class Worker {
     result_.grant_sends_per_ms.assign(ms_buckets, 0);
     result_.aligned_received.assign(shared_->aligned_windows, 0);
     result_.aligned_certain.assign(shared_->aligned_windows, 0);
+    result_.grant_times_recorded = config_.wait_ms > 0 || config_.once;
+    late_after_us_ = (config_.wait_ms + kLateSlackMs) * 1000;
     commit_tokens_ = ",\"tokens\":" + std::to_string(config_.tokens) + "}\n";
   }
 
@@ -156,19 +159,32 @@ class Worker {
         return;
       }
     }
-    for (Conn* c : conns_) {
-      Fill(c);
-      if (!Flush(c)) break;
-    }
+    // With --once the connections idle through the warm-up (time for the
+    // server to accept them all) and send at the measured window's start.
+    bool started = false;
+    auto start = [&] {
+      started = true;
+      for (Conn* c : conns_) {
+        Fill(c);
+        if (!Flush(c)) return;
+      }
+    };
+    if (!config_.once) start();
     epoll_event events[256];
     while (!shared_->failed.load(std::memory_order_relaxed)) {
       const int64_t now = NowNs();
+      if (!started && now >= shared_->measure_start_ns) {
+        start();
+        continue;
+      }
       if (!draining_ && now >= shared_->measure_end_ns) draining_ = true;
       if (draining_ && (in_flight_ == 0 || now >= shared_->drain_end_ns)) {
         break;
       }
-      const int64_t until =
-          draining_ ? shared_->drain_end_ns : shared_->measure_end_ns;
+      if (started && config_.once && in_flight_ == 0) break;  // All answered.
+      const int64_t until = !started    ? shared_->measure_start_ns
+                            : draining_ ? shared_->drain_end_ns
+                                        : shared_->measure_end_ns;
       const int timeout_ms = static_cast<int>(
           std::clamp<int64_t>((until - now + kNsPerMs - 1) / kNsPerMs, 0, 50));
       const int n = epoll_wait(epoll_fd_, events, 256, timeout_ms);
@@ -201,6 +217,7 @@ class Worker {
     const uint64_t id =
         c->seq++ * static_cast<uint64_t>(c->slots.size()) + slot;
     c->slots[slot] = Slot{id, 0, 0, kind, true};
+    if (kind == SlotKind::kDecision) ++c->acquires_sent;
     c->unstamped.push_back(slot);
     ++c->in_flight;
     ++in_flight_;
@@ -221,7 +238,10 @@ class Worker {
 
   void Fill(Conn* c) {
     if (draining_) return;
-    while (c->in_flight < config_.depth) Enqueue(c, SlotKind::kDecision, {});
+    while (c->in_flight < config_.depth &&
+           !(config_.once && c->acquires_sent >= config_.depth)) {
+      Enqueue(c, SlotKind::kDecision, {});
+    }
   }
 
   void SetWantWrite(Conn* c, bool want) {
@@ -384,11 +404,30 @@ class Worker {
       ++result_.decisions;
       result_.latency.Record(latency_us);
     }
+    if (config_.op == BenchOp::kAcquire) {
+      ++result_.answers;
+      result_.max_answer_us = std::max(result_.max_answer_us, latency_us);
+      if (r.kind == ReplyKind::kGranted) {
+        result_.max_grant_answer_us =
+            std::max(result_.max_grant_answer_us, latency_us);
+      } else if (r.kind == ReplyKind::kDenied) {
+        result_.max_denial_answer_us =
+            std::max(result_.max_denial_answer_us, latency_us);
+      }
+      if (latency_us > static_cast<uint64_t>(late_after_us_)) {
+        ++result_.late_answers;
+      }
+    }
     switch (r.kind) {
       case ReplyKind::kGranted:
         if (counted) {
           ++result_.grants;
           ++c->grants;
+          if (result_.grant_times_recorded &&
+              result_.grant_times_us.size() < kMaxGrantTimes) {
+            result_.grant_times_us.push_back(
+                (now - shared_->measure_start_ns) / 1000);
+          }
           CountAligned(send_real_us, real_us);
           const size_t ms =
               static_cast<size_t>((now - shared_->measure_start_ns) / kNsPerMs);
@@ -441,6 +480,7 @@ class Worker {
   int epoll_fd_ = -1;
   bool draining_ = false;
   int64_t in_flight_ = 0;
+  int64_t late_after_us_ = 0;
   LoadResult result_;
   Counters denials_;
   Counters errors_;
@@ -452,18 +492,24 @@ std::string RequestTail(const LoadConfig& config, int conn_index) {
   const int tasks = config.tasks > 0 ? config.tasks : config.connections;
   const std::string task =
       config.task_prefix + std::to_string(conn_index % tasks);
-  return ",\"op\":\"acquire\",\"user\":" + JsonString(config.user) +
-         ",\"task\":" + JsonString(task) +
-         ",\"tokens\":" + std::to_string(config.tokens) + "}\n";
+  std::string tail = ",\"op\":\"acquire\",\"user\":" +
+                     JsonString(config.user) +
+                     ",\"task\":" + JsonString(task) +
+                     ",\"tokens\":" + std::to_string(config.tokens);
+  if (config.wait_ms > 0) {
+    tail += ",\"wait_ms\":" + std::to_string(config.wait_ms);
+  }
+  return tail + "}\n";
 }
 
 }  // namespace
 
 Result<LoadResult> RunLoad(const LoadConfig& config) {
   if (config.connections < 1 || config.depth < 1 || config.seconds <= 0 ||
-      config.warmup_seconds < 0) {
+      config.warmup_seconds < 0 || config.wait_ms < 0) {
     return Status::BadRequest(
-        "connections and depth must be >= 1, seconds > 0, warm-up >= 0");
+        "connections and depth must be >= 1, seconds > 0, warm-up and "
+        "wait_ms >= 0");
   }
   std::vector<std::unique_ptr<Conn>> conns;
   auto close_all = [&conns] {
@@ -507,7 +553,8 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
   {
     // The whole run plus slack for a wall clock stepped forward.
     const int64_t run_us =
-        SecondsToNs(config.warmup_seconds + config.seconds + kDrainSeconds) /
+        SecondsToNs(config.warmup_seconds + config.seconds +
+                    DrainSeconds(config)) /
             1000 +
         1000000;
     shared.aligned_windows =
@@ -516,7 +563,7 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
   shared.measure_start_ns =
       shared.start_ns + SecondsToNs(config.warmup_seconds);
   shared.measure_end_ns = shared.measure_start_ns + SecondsToNs(config.seconds);
-  shared.drain_end_ns = shared.measure_end_ns + SecondsToNs(kDrainSeconds);
+  shared.drain_end_ns = shared.measure_end_ns + SecondsToNs(DrainSeconds(config));
 
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::thread> running;
@@ -567,6 +614,17 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
     total.commit_errors += r.commit_errors;
     total.commit_latency.Merge(r.commit_latency);
     total.undrained += r.undrained;
+    total.answers += r.answers;
+    total.max_answer_us = std::max(total.max_answer_us, r.max_answer_us);
+    total.max_grant_answer_us =
+        std::max(total.max_grant_answer_us, r.max_grant_answer_us);
+    total.max_denial_answer_us =
+        std::max(total.max_denial_answer_us, r.max_denial_answer_us);
+    total.late_answers += r.late_answers;
+    total.grant_times_recorded = r.grant_times_recorded;
+    total.grant_times_us.insert(total.grant_times_us.end(),
+                                r.grant_times_us.begin(),
+                                r.grant_times_us.end());
     for (size_t i = 0; i < ms_buckets; ++i) {
       total.grants_per_ms[i] += r.grants_per_ms[i];
       total.grant_sends_per_ms[i] += r.grant_sends_per_ms[i];
@@ -580,6 +638,7 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
     w->errors().MergeInto(&total.errors_by_code);
     w->commit_errors().MergeInto(&total.commit_errors_by_code);
   }
+  std::sort(total.grant_times_us.begin(), total.grant_times_us.end());
   for (auto& c : conns) total.grants_per_connection.push_back(c->grants);
   return total;
 }

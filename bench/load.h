@@ -10,8 +10,12 @@
 //
 // Only replies received inside the measured window count. After it, no new
 // acquires go out; replies still in flight (and the commits of late grants)
-// are drained for up to kDrainSeconds so the server is not left with broken
-// pipes, then the connections close.
+// are drained for up to DrainSeconds(config) (kDrainSeconds plus wait_ms, so
+// a parked acquire can still be answered) so the server is not left with
+// broken pipes, then the connections close.
+//
+// With `once`, each connection sends its D acquires at the start and nothing
+// more (bar commits); the run ends as soon as every request is answered.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,10 @@ struct LoadConfig {
   bool commit = false;  // Commit every granted lease with `tokens`.
   // Width of the wall-clock-aligned windows grants are also counted in.
   int64_t window_ms = 1000;
+  // Sent as "wait_ms" on every acquire when > 0: the daemon may park it.
+  int64_t wait_ms = 0;
+  // Each connection sends `depth` acquires once, at the start; no refills.
+  bool once = false;
 };
 
 struct LoadResult {
@@ -87,9 +95,31 @@ struct LoadResult {
   std::vector<uint32_t> aligned_certain;
   // Requests still unanswered when the drain gave up.
   uint64_t undrained = 0;
+
+  // Every acquire reply, whenever received (warm-up, measured window or
+  // drain), timed from send to reply: the slowest answers, overall and by
+  // outcome, and how many came later than wait_ms + kLateSlackMs.
+  uint64_t answers = 0;
+  uint64_t max_answer_us = 0;
+  uint64_t max_grant_answer_us = 0;
+  uint64_t max_denial_answer_us = 0;
+  uint64_t late_answers = 0;
+
+  // Receive times of the grants counted above, in microseconds from the
+  // start of the measured window, ascending; recorded only with wait_ms > 0
+  // or once (at most kMaxGrantTimes per load thread).
+  bool grant_times_recorded = false;
+  std::vector<int64_t> grant_times_us;
 };
 
 inline constexpr double kDrainSeconds = 2.0;
+inline constexpr int64_t kLateSlackMs = 50;
+inline constexpr size_t kMaxGrantTimes = 1000000;
+
+// How long replies still in flight after the measured window are awaited.
+inline double DrainSeconds(const LoadConfig& config) {
+  return kDrainSeconds + static_cast<double>(config.wait_ms) / 1000.0;
+}
 
 // Connects all connections (failing fast, with the reason, if one cannot),
 // runs the warm-up and the measured window and returns the merged result.

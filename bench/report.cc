@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "bench/grant_timeline.h"
 
@@ -64,6 +66,68 @@ Spread MinMax(const std::vector<uint64_t>& v) {
   return {*lo, *hi};
 }
 
+// Grants summed per task: connection i acquires for task i % K.
+std::vector<uint64_t> GrantsPerTask(const RunReport& run) {
+  const LoadConfig& c = run.config;
+  const size_t tasks =
+      static_cast<size_t>(c.tasks > 0 ? c.tasks : c.connections);
+  std::vector<uint64_t> per_task(tasks, 0);
+  const std::vector<uint64_t>& per_conn = run.result.grants_per_connection;
+  for (size_t i = 0; i < per_conn.size(); ++i) {
+    per_task[i % tasks] += per_conn[i];
+  }
+  return per_task;
+}
+
+// Max over min grants per task; nullopt when some task got none.
+std::optional<double> ShareRatio(const Spread& s) {
+  if (s.min == 0) return std::nullopt;
+  return std::round(static_cast<double>(s.max) / static_cast<double>(s.min) *
+                    1000) /
+         1000;
+}
+
+double Ms(uint64_t us) {
+  return std::round(static_cast<double>(us) / 100.0) / 10.0;
+}
+
+// Intervals between consecutive grant receive times, in milliseconds.
+struct Spacing {
+  size_t grants = 0;
+  double first_ms = 0;
+  double last_ms = 0;
+  double min_ms = 0;
+  double p50_ms = 0;
+  double mean_ms = 0;
+  double max_ms = 0;
+};
+std::optional<Spacing> GrantSpacing(const std::vector<int64_t>& times_us) {
+  if (times_us.size() < 2) return std::nullopt;
+  std::vector<int64_t> gaps;
+  gaps.reserve(times_us.size() - 1);
+  for (size_t i = 1; i < times_us.size(); ++i) {
+    gaps.push_back(times_us[i] - times_us[i - 1]);
+  }
+  const int64_t total = times_us.back() - times_us.front();
+  std::sort(gaps.begin(), gaps.end());
+  auto ms = [](double us) { return std::round(us / 100.0) / 10.0; };
+  Spacing sp;
+  sp.grants = times_us.size();
+  sp.first_ms = ms(static_cast<double>(times_us.front()));
+  sp.last_ms = ms(static_cast<double>(times_us.back()));
+  sp.min_ms = ms(static_cast<double>(gaps.front()));
+  sp.p50_ms = ms(static_cast<double>(gaps[(gaps.size() - 1) / 2]));
+  sp.mean_ms =
+      ms(static_cast<double>(total) / static_cast<double>(gaps.size()));
+  sp.max_ms = ms(static_cast<double>(gaps.back()));
+  return sp;
+}
+
+uint64_t ReasonCount(const LoadResult& r, const char* reason) {
+  const auto it = r.denials_by_reason.find(reason);
+  return it == r.denials_by_reason.end() ? 0 : it->second;
+}
+
 nlohmann::json Ratio(double brake, double echo) {
   if (echo == 0) return nullptr;
   return std::round(brake / echo * 1000) / 1000;
@@ -76,6 +140,10 @@ nlohmann::json ReportJson(const RunReport& run) {
   const LoadResult& r = run.result;
   const double secs = r.measured_seconds;
   const Spread per_conn = MinMax(r.grants_per_connection);
+  const Spread per_task = MinMax(GrantsPerTask(run));
+  const std::optional<double> share = ShareRatio(per_task);
+  const std::optional<Spacing> spacing =
+      r.grant_times_recorded ? GrantSpacing(r.grant_times_us) : std::nullopt;
   const RollingMax rolling = MaxRollingGrants(r.grants_per_ms, 1000);
   const RollingMax certain = MaxCertainGrants(
       r.grants_per_ms, r.grant_sends_per_ms, r.grants_sent_before, 1000);
@@ -112,6 +180,18 @@ nlohmann::json ReportJson(const RunReport& run) {
       {"ok_other", r.ok_other},
       {"echoed", r.echoed},
       {"grants_per_connection", {{"min", per_conn.min}, {"max", per_conn.max}}},
+      {"grants_per_task", {{"min", per_task.min}, {"max", per_task.max}}},
+      {"task_share_ratio",
+       share ? nlohmann::json(*share) : nlohmann::json(nullptr)},
+      {"wait_ms", c.wait_ms},
+      {"once", c.once},
+      {"timeouts", ReasonCount(r, "timeout")},
+      {"queue_full", ReasonCount(r, "queue_full")},
+      {"answers", r.answers},
+      {"max_answer_ms", Ms(r.max_answer_us)},
+      {"max_grant_answer_ms", Ms(r.max_grant_answer_us)},
+      {"max_denial_answer_ms", Ms(r.max_denial_answer_us)},
+      {"late_answers", r.late_answers},
       {"grants_per_second", per_second},
       {"max_grants_rolling_1s", rolling.grants},
       {"max_grants_rolling_1s_start_ms", rolling.start_ms},
@@ -127,6 +207,17 @@ nlohmann::json ReportJson(const RunReport& run) {
       {"total_grants", timeline_total},
       {"undrained", r.undrained},
   };
+  if (spacing) {
+    j["grant_spacing_ms"] = {{"grants", spacing->grants},
+                             {"first", spacing->first_ms},
+                             {"last", spacing->last_ms},
+                             {"min", spacing->min_ms},
+                             {"p50", spacing->p50_ms},
+                             {"mean", spacing->mean_ms},
+                             {"max", spacing->max_ms}};
+  } else {
+    j["grant_spacing_ms"] = nullptr;
+  }
   if (c.commit) {
     j["commits"] = {
         {"ok", r.commits_ok},
@@ -144,6 +235,10 @@ std::string ReportText(const RunReport& run) {
   const double secs = r.measured_seconds;
   const LatencyHistogram& h = r.latency;
   const Spread per_conn = MinMax(r.grants_per_connection);
+  const Spread per_task = MinMax(GrantsPerTask(run));
+  const std::optional<double> share = ShareRatio(per_task);
+  const std::optional<Spacing> spacing =
+      r.grant_times_recorded ? GrantSpacing(r.grant_times_us) : std::nullopt;
   const RollingMax rolling = MaxRollingGrants(r.grants_per_ms, 1000);
   const RollingMax certain = MaxCertainGrants(
       r.grants_per_ms, r.grant_sends_per_ms, r.grants_sent_before, 1000);
@@ -169,7 +264,9 @@ std::string ReportText(const RunReport& run) {
                    (r.threads == 1 ? " thread, " : " threads, ") +
                    Format("%.1f", secs) + " s measured after " +
                    Format("%.1f", c.warmup_seconds) + " s warm-up" +
-                   (c.commit ? ", commit" : ""));
+                   (c.wait_ms > 0 ? ", wait_ms " + std::to_string(c.wait_ms)
+                                  : std::string()) +
+                   (c.once ? ", once" : "") + (c.commit ? ", commit" : ""));
   line("decisions", std::to_string(r.decisions) + "  (" +
                         Format("%.1f", PerSecond(r.decisions, secs)) + "/s)");
   line("latency us", "p50 " + std::to_string(h.ValueAtQuantile(0.5)) +
@@ -194,6 +291,32 @@ std::string ReportText(const RunReport& run) {
   }
   line("per conn", "grants min " + std::to_string(per_conn.min) + ", max " +
                        std::to_string(per_conn.max));
+  line("per task",
+       "grants min " + std::to_string(per_task.min) + ", max " +
+           std::to_string(per_task.max) + ", ratio max/min " +
+           (share ? Format("%.3f", *share) : std::string("n/a (min 0)")));
+  if (c.op == BenchOp::kAcquire) {
+    line("waiting", "timeouts " + std::to_string(ReasonCount(r, "timeout")) +
+                        ", queue_full " +
+                        std::to_string(ReasonCount(r, "queue_full")));
+    line("answers",
+         std::to_string(r.answers) + " in all; max " +
+             Format("%.1f", Ms(r.max_answer_us)) + " ms (granted " +
+             Format("%.1f", Ms(r.max_grant_answer_us)) + ", denied " +
+             Format("%.1f", Ms(r.max_denial_answer_us)) + "); late (> " +
+             std::to_string(c.wait_ms + kLateSlackMs) + " ms) " +
+             std::to_string(r.late_answers));
+  }
+  if (spacing) {
+    line("grant gaps",
+         "ms min " + Format("%.1f", spacing->min_ms) + ", p50 " +
+             Format("%.1f", spacing->p50_ms) + ", mean " +
+             Format("%.1f", spacing->mean_ms) + ", max " +
+             Format("%.1f", spacing->max_ms) + " (" +
+             std::to_string(spacing->grants) + " grants, " +
+             Format("%.1f", spacing->first_ms) + " to " +
+             Format("%.1f", spacing->last_ms) + " ms)");
+  }
   std::string timeline;
   for (size_t i = 0; i < per_second.size(); ++i) {
     if (i > 0) timeline += (i % 10 == 0) ? "\n" + std::string(15, ' ') : " ";
