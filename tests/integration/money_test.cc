@@ -147,9 +147,8 @@ TEST_CASE(
     granted_total += granted;
   }
   const int64_t elapsed = MonoMs() - start;
-  WARN("race: " << kTrials << " trials x " << kConnections
-                << " connections in " << elapsed << " ms (" << granted_total
-                << " grants)");
+  WARN("race: " << kTrials << " trials x " << kConnections << " connections in "
+                << elapsed << " ms (" << granted_total << " grants)");
   CHECK(elapsed < 15000);
 }
 
@@ -157,16 +156,16 @@ TEST_CASE("a usd cap hit exactly is granted; one micro-dollar over is not",
           "[integration][money]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  SetPrice(c, "micro", 1.0, 0.5);    // dearer rate: 1,000 nano-usd a token
+  SetPrice(c, "micro", 1.0, 0.5);     // dearer rate: 1,000 nano-usd a token
   SetPrice(c, "nano", 0.001, 0.001);  // 1 nano-usd a token
   SetUsdCap(c, "user:a", 0.5);
   SetUsdCap(c, "user:b", 0.5);
   SetUsdCap(c, "user:c", 0.5);
 
   SECTION("one acquire: over by one micro-dollar, then exactly") {
-    RequireTooLarge(Acquire(c, "a", "t", {{"model", "micro"},
-                                           {"tokens", 500'001}}),
-                    "user:a");
+    RequireTooLarge(
+        Acquire(c, "a", "t", {{"model", "micro"}, {"tokens", 500'001}}),
+        "user:a");
     AcquireLease(c, "a", "t", {{"model", "micro"}, {"tokens", 500'000}});
     json status = CallOk(c, {{"op", "status"}, {"user", "a"}});
     CHECK(Nano(status["reserved"]["usd"]) == 500'000'000);
@@ -179,11 +178,11 @@ TEST_CASE("a usd cap hit exactly is granted; one micro-dollar over is not",
                    "user:a");
   }
   SECTION("nano-dollar steps") {
-    RequireTooLarge(Acquire(c, "b", "t", {{"model", "nano"},
-                                           {"tokens", 500'000'001}}),
-                    "user:b");
-    std::string lease = AcquireLease(c, "b", "t", {{"model", "nano"},
-                                                   {"tokens", 499'999'999}});
+    RequireTooLarge(
+        Acquire(c, "b", "t", {{"model", "nano"}, {"tokens", 500'000'001}}),
+        "user:b");
+    std::string lease =
+        AcquireLease(c, "b", "t", {{"model", "nano"}, {"tokens", 499'999'999}});
     AcquireLease(c, "b", "t", {{"model", "nano"}, {"tokens", 1}});
     RequireCostCap(Acquire(c, "b", "t", {{"model", "nano"}, {"tokens", 1}}),
                    "user:b");
@@ -222,7 +221,8 @@ TEST_CASE("task trees: a parent's cap covers its children; owners are kept",
   Client c = d.daemon.Connect();
   SetPrice(c, "m", 1.0, 1.0);
   // The parent is opened (and owned by alice) by its first grant.
-  std::string p = AcquireLease(c, "alice", "P", {{"model", "m"}, {"tokens", 0}});
+  std::string p =
+      AcquireLease(c, "alice", "P", {{"model", "m"}, {"tokens", 0}});
   CallOk(c, {{"op", "commit"}, {"lease", p}, {"tokens", 0}});
   SetUsdCap(c, "task:P", 0.01, "pcap");  // 10,000 tokens
 
@@ -296,8 +296,8 @@ TEST_CASE(
   SetUsdCap(c, "user:alice", 0.01);
 
   // Reservation: 1,000 tokens at the dearer rate, 0.002 usd.
-  std::string a = AcquireLease(c, "alice", "t1",
-                               {{"model", "m"}, {"tokens", 1'000}});
+  std::string a =
+      AcquireLease(c, "alice", "t1", {{"model", "m"}, {"tokens", 1'000}});
   json s = CallOk(c, {{"op", "status"}, {"user", "alice"}});
   CHECK(s["reserved"]["requests"] == 1);
   CHECK(s["reserved"]["tokens"] == 1'000);
@@ -337,8 +337,8 @@ TEST_CASE(
 
   // Extra charge: reserved 1,000 tokens (0.002), used 1,000 in + 2,000 out
   // (a total of 3,500 tokens, the 500 beyond the split at the dearer rate).
-  std::string b = AcquireLease(c, "alice", "t2",
-                               {{"model", "m"}, {"tokens", 1'000}});
+  std::string b =
+      AcquireLease(c, "alice", "t2", {{"model", "m"}, {"tokens", 1'000}});
   json second = CallOk(c, {{"op", "commit"},
                            {"lease", b},
                            {"tokens", 3'500},
@@ -370,8 +370,8 @@ TEST_CASE(
   CHECK(by_task["rows"][1]["tokens"] == 3'500);
 
   // An extra charge may drive the budget below zero; it then denies.
-  std::string x = AcquireLease(c, "alice", "t3",
-                               {{"model", "m"}, {"tokens", 1'000}});
+  std::string x =
+      AcquireLease(c, "alice", "t3", {{"model", "m"}, {"tokens", 1'000}});
   CallOk(c, {{"op", "commit"},
              {"lease", x},
              {"input_tokens", 0},
@@ -404,17 +404,19 @@ TEST_CASE(
     SetPrice(c, "m", 3.0, 15.0);
     SetPrice(c, "n", 0.25, 1.25);
     SetUsdCap(c, "user:alice", 1.0);
-    std::string settled = AcquireLease(c, "alice", "root",
-                                       {{"model", "m"}, {"tokens", 2'000}});
+    std::string settled =
+        AcquireLease(c, "alice", "root", {{"model", "m"}, {"tokens", 2'000}});
     CallOk(c, {{"op", "commit"},
                {"lease", settled},
                {"input_tokens", 1'500},
                {"output_tokens", 100}});
-    leases.push_back(AcquireLease(c, "alice", "root",
-                                  {{"model", "m"}, {"tokens", 4'000}}));
-    leases.push_back(AcquireLease(
-        c, "alice", "sub", {{"parent", "root"}, {"model", "n"},
-                            {"tokens", 10'000}, {"resource", "openai"}}));
+    leases.push_back(
+        AcquireLease(c, "alice", "root", {{"model", "m"}, {"tokens", 4'000}}));
+    leases.push_back(AcquireLease(c, "alice", "sub",
+                                  {{"parent", "root"},
+                                   {"model", "n"},
+                                   {"tokens", 10'000},
+                                   {"resource", "openai"}}));
     leases.push_back(AcquireLease(c, "alice", "sub", {{"tokens", 77}}));
     d.daemon.Kill9();
   }
@@ -469,9 +471,10 @@ TEST_CASE(
   CHECK(Nano(total2["usd"]) == Nano(status2["spend"]["usd"]));
 }
 
-TEST_CASE("a lease left unsettled past lease_ttl_ms is settled at its "
-          "estimate and recorded as expired",
-          "[integration][money]") {
+TEST_CASE(
+    "a lease left unsettled past lease_ttl_ms is settled at its "
+    "estimate and recorded as expired",
+    "[integration][money]") {
   RunningDaemon d(json{{"lease_ttl_ms", 1000}});
   Client c = d.daemon.Connect();
   SetPrice(c, "m", 1.0, 2.0);
