@@ -35,6 +35,13 @@ class FairQueue {
   // `try_grant` must not Push or Remove.
   int Serve(const std::function<bool(uint64_t id)>& try_grant);
 
+  // Calls `fn(id)` for the head of every task's line: only heads can be
+  // granted next.
+  void ForEachHead(const std::function<void(uint64_t id)>& fn) const {
+    for (const UserLine& u : users_)
+      for (const TaskLine& t : u.tasks) fn(t.ids.front());
+  }
+
   size_t size() const { return where_.size(); }
   bool empty() const { return where_.empty(); }
   // True when `user` has waiters (a new waiting acquire of theirs must

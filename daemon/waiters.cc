@@ -127,6 +127,12 @@ void Waiters::Unbind(const Waiter& w) {
 
 bool Waiters::Try(uint64_t id, int64_t now_us) {
   Waiter& w = waiters_.at(id);
+  // Refused before, its retry time not yet come and no lease settled since:
+  // nothing it waits for can have changed, so don't ask the engine again.
+  if (!w.bound_key.empty() && w.tried_epoch == engine_->settlements() &&
+      (w.retry_at_us == kNever || w.retry_at_us > now_us)) {
+    return false;
+  }
   auto outcome = engine_->Acquire(w.request, now_us);
   if (!outcome.ok()) {
     Answer(id, ErrorLineWithId(w.id, outcome.status().code(),
@@ -148,6 +154,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
     return true;
   }
   Bind(w, d, now_us);
+  w.tried_epoch = engine_->settlements();
   return false;
 }
 
@@ -201,11 +208,14 @@ void Waiters::Arm() {
     uv_timer_stop(&timer_);
     return;
   }
+  // Deadlines of all, retry times of the heads only: a waiter behind
+  // another in its task's line cannot be granted before it.
   int64_t earliest = std::numeric_limits<int64_t>::max();
-  for (const auto& [id, w] : waiters_) {
-    earliest = std::min(earliest, w.deadline_us);
+  for (const auto& [id, w] : waiters_) earliest = std::min(earliest, w.deadline_us);
+  queue_.ForEachHead([&](uint64_t id) {
+    const Waiter& w = waiters_.at(id);
     if (w.retry_at_us != kNever) earliest = std::min(earliest, w.retry_at_us);
-  }
+  });
   int64_t delay_us = std::max<int64_t>(0, earliest - now_us_());
   uint64_t delay_ms = static_cast<uint64_t>((delay_us + 999) / 1000);
   uv_timer_start(&timer_, [](uv_timer_t* t) {
