@@ -92,7 +92,7 @@ TEST_CASE(
   constexpr int kTrials = 100;
   constexpr int64_t kTokens = 15'625;           // at 1 usd/Mtok: 2^-6 usd
   constexpr int64_t kNanoPerCall = 15'625'000;  // the same in nano-usd
-  RunningDaemon d;
+  RunningDaemon d(json{{"durability", "strict"}});
   Client admin = d.daemon.Connect();
   SetPrice(admin, "m", 1.0, 1.0);
   std::vector<Client> clients;
@@ -108,17 +108,24 @@ TEST_CASE(
     // k from 1 to 199, spread over the trials.
     const int k = 1 + (trial * 37) % (kConnections - 1);
     const std::string user = "race" + std::to_string(trial);
-    SetUsdCap(admin, "user:" + user, static_cast<double>(k) / 64.0);
+    // Even trials cap the user; odd ones a parent task whose children race.
+    const bool on_parent = trial % 2 == 1;
+    const std::string parent = user + "-P";
+    const std::string scope = on_parent ? "task:" + parent : "user:" + user;
+    if (on_parent) {
+      std::string open = AcquireLease(admin, user, parent, {{"tokens", 0}});
+      CallOk(admin, {{"op", "commit"}, {"lease", open}, {"tokens", 0}});
+    }
+    SetUsdCap(admin, scope, static_cast<double>(k) / 64.0);
     std::vector<std::string> lines;
     lines.reserve(kConnections);
     for (int i = 0; i < kConnections; ++i) {
-      lines.push_back(json({{"id", i},
-                            {"op", "acquire"},
-                            {"user", user},
-                            {"task", user + "-" + std::to_string(i % 8)},
-                            {"model", "m"},
-                            {"tokens", kTokens}})
-                          .dump());
+      json request = {
+          {"id", i},      {"op", "acquire"},
+          {"user", user}, {"task", user + "-" + std::to_string(i % 8)},
+          {"model", "m"}, {"tokens", kTokens}};
+      if (on_parent) request["parent"] = parent;
+      lines.push_back(request.dump());
     }
     // Released together: every line written in one tight loop, then every
     // answer read.
@@ -132,15 +139,17 @@ TEST_CASE(
       REQUIRE(reply["id"] == i);
       if (reply["granted"] == true) {
         ++granted;
-      } else if (reply["reason"] == "cost_cap" &&
-                 reply["scope"] == "user:" + user && reply["limit"] == "cap") {
+      } else if (reply["reason"] == "cost_cap" && reply["scope"] == scope &&
+                 reply["limit"] == "cap") {
         ++cost_capped;
       }
     }
     INFO("trial " << trial << " user " << user);
     REQUIRE(granted == k);
     REQUIRE(cost_capped == kConnections - k);
-    json status = CallOk(admin, {{"op", "status"}, {"user", user}});
+    json status = on_parent
+                      ? CallOk(admin, {{"op", "status"}, {"task", parent}})
+                      : CallOk(admin, {{"op", "status"}, {"user", user}});
     REQUIRE(status["reserved"]["requests"] == k);
     REQUIRE(Nano(status["reserved"]["usd"]) == k * kNanoPerCall);
     REQUIRE(Nano(FindLimit(status, "cap")["remaining"]) == 0);
@@ -397,7 +406,7 @@ TEST_CASE(
     "leases open at kill -9 are committed after the restart; the ledger "
     "then equals status spend",
     "[integration][money]") {
-  RunningDaemon d;  // durability: strict (the default)
+  RunningDaemon d(json{{"durability", "strict"}});
   std::vector<std::string> leases;
   {
     Client c = d.daemon.Connect();
@@ -504,6 +513,51 @@ TEST_CASE(
   json by_task = CallOk(c, {{"op", "usage"}, {"user", "alice"}});
   REQUIRE(by_task["rows"].size() == 1);
   CHECK(by_task["rows"][0]["expired"] == 1);
+}
+
+}  // namespace
+}  // namespace brake::integration
+
+namespace brake::integration {
+namespace {
+
+TEST_CASE(
+    "a lease open at kill -9 and not committed expires after the restart; "
+    "the ledger still equals status",
+    "[integration][money]") {
+  RunningDaemon d(json{{"durability", "strict"}, {"lease_ttl_ms", 1000}});
+  std::string committed;
+  {
+    Client c = d.daemon.Connect();
+    SetPrice(c, "m", 1.0, 4.0);
+    committed =
+        AcquireLease(c, "alice", "t1", {{"model", "m"}, {"tokens", 100}});
+    AcquireLease(c, "alice", "t2", {{"model", "m"}, {"tokens", 300}});
+    d.daemon.Kill9();
+  }
+  REQUIRE(d.daemon.Start());
+  Client c = d.daemon.Connect();
+  json r = CallOk(c, {{"op", "commit"},
+                      {"lease", committed},
+                      {"input_tokens", 50},
+                      {"output_tokens", 10}});
+  CHECK(Nano(r["charged_usd"]) == 50 * 1'000 + 10 * 4'000);
+  REQUIRE(PollUntil(
+      [&] {
+        return CallOk(c, {{"op", "status"},
+                          {"user", "alice"}})["reserved"]["requests"] == 0;
+      },
+      3000));
+  json status = CallOk(c, {{"op", "status"}, {"user", "alice"}});
+  CHECK(status["spend"]["requests"] == 2);
+  CHECK(status["spend"]["tokens"] == 60 + 300);
+  CHECK(Nano(status["spend"]["usd"]) == 90'000 + 300 * 4'000);
+  json total = UsageTotal(c, "alice");
+  CHECK(total["calls"] == 2);
+  CHECK(total["expired"] == 1);
+  CHECK(total["requests"] == status["spend"]["requests"]);
+  CHECK(total["tokens"] == status["spend"]["tokens"]);
+  CHECK(Nano(total["usd"]) == Nano(status["spend"]["usd"]));
 }
 
 }  // namespace
