@@ -357,6 +357,86 @@ TEST_CASE("waiting acquires are counted in brake_acquires_total",
       1);
 }
 
+TEST_CASE("a waiter is woken by a cancel and by a lease expiring",
+          "[integration][waiting]") {
+  RunningDaemon d(json{{"lease_ttl_ms", 1000}});
+  Client holder = d.daemon.Connect();
+  SetPolicy(holder, "user:cc", R"([{"name":"one","resource":"requests",
+      "algorithm":"concurrency","limit":1}])");
+  std::string lease = AcquireLease(holder, "cc", "t1");
+  Client waiter = d.daemon.Connect();
+  SendThenPing(waiter, AcquireLine("after-cancel", "cc", "t2", 3000));
+  CallOk(holder, {{"op", "cancel"}, {"lease", lease}});
+  const int64_t cancelled_at = MonoMs();
+  json granted = ReadJson(waiter, 3000);
+  INFO("reply: " << granted.dump());
+  REQUIRE(granted["granted"] == true);
+  CHECK(MonoMs() - cancelled_at < 100);
+  // Nobody settles that lease: it expires after lease_ttl_ms and frees the
+  // slot for the next waiter.
+  const int64_t granted_at = MonoMs();
+  json expired = holder.Call(AcquireLine("after-expiry", "cc", "t1", 3000));
+  const int64_t elapsed = MonoMs() - granted_at;
+  INFO("reply: " << expired.dump());
+  CHECK(expired["granted"] == true);
+  CHECK(elapsed >= 900);
+  CHECK(elapsed < 1600);
+}
+
+TEST_CASE("a waiter against a spent total usd cap is answered at once",
+          "[integration][waiting]") {
+  RunningDaemon d;
+  Client c = d.daemon.Connect();
+  CallOk(c, {{"op", "prices.set"},
+             {"model", "m"},
+             {"input_usd_per_mtok", 1},
+             {"output_usd_per_mtok", 1}});
+  SetPolicy(c, "user:u", R"([{"name":"cap","resource":"usd",
+      "algorithm":"quota","limit":0.001,"period":"total"}])");
+  AcquireLease(c, "u", "t", {{"model", "m"}, {"tokens", 1000}});
+  json request = AcquireLine("w", "u", "t", 2000);
+  request["model"] = "m";
+  request["tokens"] = 1;
+  const int64_t sent = MonoMs();
+  json denied = c.Call(request);
+  INFO("reply: " << denied.dump());
+  CHECK(MonoMs() - sent < 150);
+  CHECK(denied["granted"] == false);
+  CHECK(denied["reason"] == "cost_cap");
+  CHECK(denied["scope"] == "user:u");
+  CHECK(denied["retry_after_ms"].is_null());
+}
+
+TEST_CASE("a waiter's grant survives kill -9 right after it arrives",
+          "[integration][waiting]") {
+  RunningDaemon d(json{{"durability", "strict"}});
+  std::string lease;
+  {
+    Client holder = d.daemon.Connect();
+    SetPolicy(holder, "user:k", R"([{"name":"one","resource":"requests",
+        "algorithm":"concurrency","limit":1}])");
+    std::string first = AcquireLease(holder, "k", "t1");
+    Client waiter = d.daemon.Connect();
+    SendThenPing(waiter, AcquireLine("w", "k", "t2", 3000));
+    CallOk(holder, {{"op", "commit"}, {"lease", first}, {"tokens", 1}});
+    json granted = ReadJson(waiter, 3000);
+    d.daemon.Kill9();  // the moment the grant arrived
+    INFO("reply: " << granted.dump());
+    REQUIRE(granted["granted"] == true);
+    lease = granted["lease"].get<std::string>();
+  }
+  REQUIRE(d.daemon.Start());
+  Client c = d.daemon.Connect();
+  json status = CallOk(c, {{"op", "status"}, {"user", "k"}});
+  CHECK(status["reserved"]["requests"] == 1);
+  CHECK(status["spend"]["requests"] == 1);
+  // The slot is still held by the restored lease.
+  CHECK(Acquire(c, "k", "t1")["reason"] == "concurrency");
+  json commit = CallOk(c, {{"op", "commit"}, {"lease", lease}, {"tokens", 9}});
+  CHECK(commit["charged_tokens"] == 9);
+  AcquireLease(c, "k", "t1");
+}
+
 TEST_CASE("SIGTERM answers parked waiters unavailable and exits 0",
           "[integration][waiting]") {
   RunningDaemon d;
