@@ -258,7 +258,8 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
       continue;
     }
     Denial denial{ReasonFor(*a.spec, d.verdict), a.scope, a.spec->name,
-                  d.verdict == Verdict::kTooLarge ? kNever : d.retry_after_us};
+                  d.verdict == Verdict::kTooLarge ? kNever : d.retry_after_us,
+                  ""};
     if (d.verdict == Verdict::kTooLarge) {
       worst = denial;
       break;  // nothing can bind harder than "never, whatever happens"
@@ -428,7 +429,12 @@ Result<bool> Engine::Cancel(const std::string& id, int64_t now_us) {
   return false;
 }
 
-int Engine::ExpireLeases(int64_t now_us) {
+const Lease* Engine::FindLease(const std::string& id) const {
+  auto it = leases_.find(id);
+  return it == leases_.end() ? nullptr : &it->second;
+}
+
+int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
   int n = 0;
   while (!expiry_.empty() && expiry_.begin()->first <= now_us) {
     std::string id = expiry_.begin()->second;
@@ -448,6 +454,7 @@ int Engine::ExpireLeases(int64_t now_us) {
     settled_[id] = {s, now_us};
     settled_order_.emplace(now_us, id);
     leases_.erase(it);
+    if (expired != nullptr) expired->push_back(id);
     ++n;
   }
   ForgetDuplicatesBefore(now_us);
@@ -458,9 +465,7 @@ int64_t Engine::NextExpiryUs() const {
   return expiry_.empty() ? kNever : expiry_.begin()->first;
 }
 
-StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
-  StatusReport report;
-  report.scope = scope;
+std::vector<std::string> Engine::StatusScopes(const std::string& scope) const {
   std::vector<std::string> scopes{"global"};
   if (scope.rfind("task:", 0) == 0) {
     std::string task = scope.substr(5);
@@ -481,6 +486,13 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
   } else if (scope != "global") {
     scopes.push_back(scope);
   }
+  return scopes;
+}
+
+StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
+  StatusReport report;
+  report.scope = scope;
+  std::vector<std::string> scopes = StatusScopes(scope);
   std::vector<Applied> applied;
   CollectLimits(scopes, now_us, &applied, /*create=*/false);
   for (const Applied& a : applied) {

@@ -50,6 +50,10 @@ std::string_view ReasonName(Reason r);
 struct Policy {
   std::vector<LimitSpec> limits;
   std::string json;  // the policy object as set, canonical serialization
+  // The policy's BREAKER object (canonical JSON), "" when none. Breakers are
+  // not the engine's business (see daemon/decider.h); it only keeps them
+  // with the policy.
+  std::string breaker_json;
 };
 
 struct AcquireRequest {
@@ -71,6 +75,7 @@ struct Denial {
   std::string scope;  // concrete scope, e.g. "user:alice"
   std::string limit;  // limit name
   int64_t retry_after_us = kNever;
+  std::string cause;  // breaker_open: loop, slow_calls, errors, ...
 };
 
 // What is left under the tightest limit of each resource (absent when no
@@ -161,8 +166,20 @@ class Engine {
   // Releases a lease's reservation as if the call never happened. Cancelling
   // a lease already settled changes nothing (duplicate). Error: kUnknownLease.
   Result<bool> Cancel(const std::string& lease, int64_t now_us);
-  // Settles every lease whose TTL has passed at its estimate; returns how many.
-  int ExpireLeases(int64_t now_us);
+  // Settles every lease whose TTL has passed at its estimate; returns how
+  // many, and their ids in `expired` when given.
+  int ExpireLeases(int64_t now_us,
+                   std::vector<std::string>* expired = nullptr);
+  // An open lease, or nullptr.
+  const Lease* FindLease(const std::string& id) const;
+  // The concrete subject scopes an acquire is checked against, most
+  // general first: global, user, task, its ancestors, resource.
+  Status ScopesFor(const AcquireRequest& request,
+                   std::vector<std::string>* scopes) const {
+    return SubjectScopes(request, scopes);
+  }
+  // The scopes whose limits `status` of `scope` lists.
+  std::vector<std::string> StatusScopes(const std::string& scope) const;
   // The earliest lease expiry, or kNever.
   int64_t NextExpiryUs() const;
 

@@ -73,11 +73,14 @@ Status Daemon::Start() {
   server_ = std::make_unique<Server>(&loop_, dispatcher_.get(), &config_,
                                      &stats_, this);
   waiters_ = std::make_unique<Waiters>(
-      &loop_, engine_.get(), [this] { return clock_.NowUs(); },
+      &loop_, dispatcher_->decider(), [this] { return clock_.NowUs(); },
       [this](uint64_t conn, std::string line) {
         server_->Deliver(conn, std::move(line));
       },
       config_.max_waiters_per_scope);
+  waiters_->set_on_answer([this](bool granted, Reason reason) {
+    dispatcher_->CountAcquire(granted, reason);
+  });
   dispatcher_->set_waiters(waiters_.get());
   dispatcher_->set_deferred(this);
   if (Status s = server_->Listen(options_.socket_path,
@@ -143,7 +146,7 @@ Status Daemon::Restore(const Snapshot& snapshot) {
       return Status::Unavailable("storage: stored policy of " + row.scope +
                                  " is invalid: " + policy.status().message());
     }
-    engine_->SetPolicy(row.scope, std::move(*policy));
+    dispatcher_->decider()->SetPolicy(row.scope, std::move(*policy));
   }
   for (const PriceRow& row : snapshot.prices) {
     engine_->SetPrice(row.model,
@@ -160,6 +163,9 @@ Status Daemon::Restore(const Snapshot& snapshot) {
     if (!lease.ok()) return lease.status();
     engine_->RestoreLease(std::move(*lease), now);
   }
+  for (const BreakerRow& row : snapshot.breakers) {
+    dispatcher_->decider()->RestoreBreaker(row);
+  }
   return Status::Ok();
 }
 
@@ -169,13 +175,15 @@ Status Daemon::Restore(const Snapshot& snapshot) {
 void Daemon::ApplyConfig(const Config& config, const Config* previous) {
   if (previous != nullptr) {
     for (const auto& [scope, policy] : previous->policies) {
-      if (!config.policies.count(scope)) engine_->DeletePolicy(scope);
+      if (!config.policies.count(scope)) {
+        dispatcher_->decider()->DeletePolicy(scope);
+      }
     }
   }
   for (const auto& [scope, policy] : config.policies) {
     const Policy* current = engine_->GetPolicy(scope);
     if (current == nullptr || current->json != policy.json) {
-      engine_->SetPolicy(scope, policy);
+      dispatcher_->decider()->SetPolicy(scope, policy);
     }
   }
   for (const auto& [model, price] : config.prices) {
@@ -197,12 +205,20 @@ void Daemon::OnLoopTurn() {
     settlements_seen_ = engine_->settlements();
     waiters_->Poke();
   }
+  for (const std::string& line : dispatcher_->decider()->TakeLog()) {
+    Log(LogLevel::kInfo, "%s", line.c_str());
+  }
   if (config_.durability == Durability::kStrict) Seal();
   server_->FlushWrites();
 }
 
+bool Daemon::Dirty() const {
+  return engine_->dirty() || dispatcher_->decider()->dirty();
+}
+
 void Daemon::OnConnectionClosed(uint64_t conn) {
   waiters_->DropConnection(conn);
+  dispatcher_->decider()->DropConnection(conn, clock_.NowUs());
 }
 
 void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
@@ -235,7 +251,7 @@ void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
 }
 
 bool Daemon::ReplyChangedState() {
-  uint64_t now = engine_->mutations();
+  uint64_t now = engine_->mutations() + dispatcher_->decider()->mutations();
   bool changed = now != mutations_seen_;
   mutations_seen_ = now;
   return changed;
@@ -244,14 +260,15 @@ bool Daemon::ReplyChangedState() {
 uint64_t Daemon::SeqForReply() {
   if (config_.durability == Durability::kBatched) return 0;
   // A reply waits for every change made before it, its own included.
-  return engine_->dirty() ? open_seq_ : sealed_seq_;
+  return Dirty() ? open_seq_ : sealed_seq_;
 }
 
 void Daemon::Seal() {
-  if (!engine_->dirty()) return;
+  if (!Dirty()) return;
   Batch batch;
   batch.seq = open_seq_;
   engine_->Drain(&batch, EncodeLease);
+  dispatcher_->decider()->Drain(&batch);
   sealed_seq_ = open_seq_++;
   worker_->Submit(std::move(batch));
 }
@@ -280,7 +297,7 @@ void Daemon::OnStorageDone(const StorageWorker::Done& done) {
 }
 
 void Daemon::Housekeeping() {
-  int expired = engine_->ExpireLeases(clock_.NowUs());
+  int expired = dispatcher_->decider()->ExpireLeases(clock_.NowUs());
   if (expired > 0) {
     Log(LogLevel::kInfo, "%d lease(s) expired and were settled at their "
         "estimate", expired);

@@ -53,6 +53,8 @@ class Daemon : public Server::Gate, public DeferredOps {
   Status Restore(const Snapshot& snapshot);
   void ApplyConfig(const Config& config, const Config* previous);
   void Seal();
+  // Changes not yet sealed into a batch (limits, leases, breakers).
+  bool Dirty() const;
   void OnLoopTurn();
   void OnStorageDone(const StorageWorker::Done& done);
   void BeginShutdown(const char* why);

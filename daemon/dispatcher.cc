@@ -51,7 +51,7 @@ bool NestedTooDeep(std::string_view line) {
 
 Dispatcher::Dispatcher(Engine* engine, const Config* config,
                        const ServerStats* stats)
-    : engine_(engine), config_(config), stats_(stats) {}
+    : engine_(engine), decider_(engine), config_(config), stats_(stats) {}
 
 std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
   std::string out;

@@ -19,6 +19,7 @@
 #include "budget/engine.h"
 #include "common/status.h"
 #include "daemon/config.h"
+#include "daemon/decider.h"
 
 namespace brake {
 
@@ -61,6 +62,18 @@ class Dispatcher {
   // too_many_connections), '\n' included.
   static std::string ErrorLine(ErrorCode code, const std::string& message);
 
+  // Counts an acquire's answer for metrics (waiters answer outside Handle).
+  void CountAcquire(bool granted, Reason reason) {
+    if (granted) {
+      ++acquires_granted_;
+    } else {
+      ++acquires_denied_[static_cast<size_t>(reason)];
+    }
+  }
+
+  // Limits and breakers together, over the engine given at construction.
+  Decider* decider() { return &decider_; }
+
   // While false and the config fails closed, acquires answer unavailable.
   void set_storage_ok(bool ok) { storage_ok_ = ok; }
   bool storage_ok() const { return storage_ok_; }
@@ -89,6 +102,7 @@ class Dispatcher {
              int64_t now_us, nlohmann::json* reply, bool* parked);
 
   Engine* engine_;
+  Decider decider_;
   const Config* config_;
   const ServerStats* stats_;
   Waiters* waiters_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include "daemon/json_fields.h"
 #include "daemon/policy_codec.h"
+#include "daemon/replies.h"
 #include "daemon/waiters.h"
 #include "storage/store.h"
 
@@ -87,30 +88,11 @@ struct OpHandlers {
       ctx.parked = true;
       return Status::Ok();
     }
-    auto outcome = ctx.engine->Acquire(a, ctx.now_us);
+    auto outcome = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us);
     if (!outcome.ok()) return outcome.status();
-    json& reply = *ctx.reply;
-    reply["granted"] = outcome->granted;
-    if (outcome->granted) {
-      ++d.acquires_granted_;
-      if (storage_down) ++d.fail_open_grants_;
-      reply["lease"] = outcome->lease;
-      reply["waited_ms"] = 0;
-      json remaining = json::object();
-      const Remaining& r = outcome->remaining;
-      if (r.requests) remaining["requests"] = *r.requests;
-      if (r.tokens) remaining["tokens"] = *r.tokens;
-      if (r.usd_nano) remaining["usd"] = NanoToUsd(*r.usd_nano);
-      if (!remaining.empty()) reply["remaining"] = std::move(remaining);
-    } else {
-      const Denial& den = outcome->denial;
-      ++d.acquires_denied_[static_cast<size_t>(den.reason)];
-      reply["reason"] = ReasonName(den.reason);
-      reply["scope"] = den.scope;
-      reply["limit"] = den.limit;
-      reply["retry_after_ms"] = OptionalMs(den.retry_after_us);
-    }
-    if (!outcome->shadow.empty()) reply["shadow"] = outcome->shadow;
+    d.CountAcquire(outcome->granted, outcome->denial.reason);
+    if (outcome->granted && storage_down) ++d.fail_open_grants_;
+    FillAcquireReply(*outcome, 0, ctx.reply);
     return Status::Ok();
   }
 
@@ -129,7 +111,8 @@ struct OpHandlers {
       return Status::BadRequest(
           "tokens: smaller than input_tokens + output_tokens");
     }
-    auto s = ctx.engine->Commit(c, ctx.now_us);
+    auto s = ctx.dispatcher->decider_.Commit(c, Int(req, "retry_after_ms", 0),
+                                             ctx.now_us);
     if (!s.ok()) return s.status();
     ++ctx.dispatcher->commits_;
     json& reply = *ctx.reply;
@@ -140,7 +123,8 @@ struct OpHandlers {
   }
 
   static Status Cancel(OpContext& ctx) {
-    auto dup = ctx.engine->Cancel(Str(ctx.request, "lease"), ctx.now_us);
+    auto dup = ctx.dispatcher->decider_.Cancel(Str(ctx.request, "lease"),
+                                               ctx.now_us);
     if (!dup.ok()) return dup.status();
     ++ctx.dispatcher->cancels_;
     if (*dup) (*ctx.reply)["duplicate"] = true;
@@ -180,7 +164,11 @@ struct OpHandlers {
     reply["limits"] = std::move(limits);
     reply["spend"] = TotalsJson(report.spend);
     reply["reserved"] = TotalsJson(report.reserved);
-    reply["breakers"] = json::array();
+    reply["breakers"] = BreakersJson(ctx.dispatcher->decider_.Views(
+        ctx.engine->StatusScopes(scope), ctx.now_us));
+    if (ctx.dispatcher->waiters_ != nullptr) {
+      reply["waiters"] = ctx.dispatcher->waiters_->CountFor(scope);
+    }
     return Status::Ok();
   }
 
@@ -199,7 +187,7 @@ struct OpHandlers {
     auto policy = ParsePolicy(body, "");
     if (!policy.ok()) return policy.status();
     json canonical = json::parse(policy->json);
-    ctx.engine->SetPolicy(scope, std::move(*policy));
+    ctx.dispatcher->decider_.SetPolicy(scope, std::move(*policy));
     (*ctx.reply)["scope"] = scope;
     (*ctx.reply)["policy"] = std::move(canonical);
     return Status::Ok();
@@ -226,7 +214,7 @@ struct OpHandlers {
 
   static Status PolicyDelete(OpContext& ctx) {
     (*ctx.reply)["deleted"] =
-        ctx.engine->DeletePolicy(Str(ctx.request, "scope"));
+        ctx.dispatcher->decider_.DeletePolicy(Str(ctx.request, "scope"));
     return Status::Ok();
   }
 
@@ -242,6 +230,43 @@ struct OpHandlers {
     Price p{UsdToNano(req["input_usd_per_mtok"].get<double>()),
             UsdToNano(req["output_usd_per_mtok"].get<double>())};
     ctx.engine->SetPrice(Str(req, "model"), p);
+    return Status::Ok();
+  }
+
+  static json BreakersJson(const std::vector<BreakerView>& views) {
+    json list = json::array();
+    for (const BreakerView& v : views) {
+      json entry = {{"scope", v.scope},
+                    {"state", breaker::StateName(v.snapshot.state)},
+                    {"retry_in_ms", RetryAfterMs(v.snapshot.retry_in_us)}};
+      if (v.snapshot.cause != breaker::Cause::kNone) {
+        entry["cause"] = breaker::CauseName(v.snapshot.cause);
+      }
+      list.push_back(std::move(entry));
+    }
+    return list;
+  }
+
+  static Status BreakerTrip(OpContext& ctx) {
+    std::string scope = Str(ctx.request, "scope");
+    ctx.dispatcher->decider_.Trip(scope, Int(ctx.request, "open_ms", 0),
+                                  ctx.now_us);
+    (*ctx.reply)["breakers"] = BreakersJson(
+        ctx.dispatcher->decider_.Views({scope}, ctx.now_us));
+    return Status::Ok();
+  }
+
+  static Status BreakerReset(OpContext& ctx) {
+    std::string scope = Str(ctx.request, "scope");
+    ctx.dispatcher->decider_.Reset(scope, ctx.now_us);
+    (*ctx.reply)["breakers"] = BreakersJson(
+        ctx.dispatcher->decider_.Views({scope}, ctx.now_us));
+    return Status::Ok();
+  }
+
+  static Status BreakerList(OpContext& ctx) {
+    (*ctx.reply)["breakers"] =
+        BreakersJson(ctx.dispatcher->decider_.OpenViews(ctx.now_us));
     return Status::Ok();
   }
 
@@ -398,6 +423,15 @@ const std::vector<Dispatcher::Op> kOps = {
       {"input_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000},
       {"output_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000}},
      &OpHandlers::PricesSet},
+    {"breaker.trip",
+     true,
+     "opens a scope's breaker by hand (cause manual)",
+     {kScopeField, {"open_ms", FieldKind::kInt, false, 1, 2592000000}},
+     &OpHandlers::BreakerTrip},
+    {"breaker.reset", true, "closes a scope's breaker", {kScopeField},
+     &OpHandlers::BreakerReset},
+    {"breaker.list", false, "every breaker that is not closed", {},
+     &OpHandlers::BreakerList},
     {"usage",
      false,
      "settled usage of a user from the ledger, by task, model or day",

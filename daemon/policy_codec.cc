@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <set>
 
+#include "daemon/breaker_codec.h"
 #include "daemon/json_fields.h"
 
 namespace brake {
@@ -229,10 +230,10 @@ Result<Policy> ParsePolicy(const json& j, const std::string& field) {
   }
   canonical["limits"] = std::move(limits);
   if (auto it = j.find("breaker"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return Status::BadRequest(prefix + "breaker: must be an object");
-    }
-    canonical["breaker"] = *it;
+    auto spec = ParseBreaker(*it, prefix + "breaker");
+    if (!spec.ok()) return spec.status();
+    canonical["breaker"] = BreakerToJson(*spec);
+    policy.breaker_json = canonical["breaker"].dump();
   }
   policy.json = canonical.dump();
   return policy;

@@ -17,6 +17,7 @@ void FillDenial(const Denial& denial, json* reply) {
   (*reply)["scope"] = denial.scope;
   (*reply)["limit"] = denial.limit;
   (*reply)["retry_after_ms"] = RetryAfterMs(denial.retry_after_us);
+  if (!denial.cause.empty()) (*reply)["cause"] = denial.cause;
 }
 
 void FillAcquireReply(const AcquireOutcome& outcome, int64_t waited_ms,

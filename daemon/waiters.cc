@@ -10,11 +10,12 @@ namespace brake {
 
 using json = nlohmann::json;
 
-Waiters::Waiters(uv_loop_t* loop, Engine* engine,
+Waiters::Waiters(uv_loop_t* loop, Decider* decider,
                  std::function<int64_t()> now_us, Send send,
                  int64_t max_per_scope)
     : loop_(loop),
-      engine_(engine),
+      decider_(decider),
+      engine_(&decider->engine()),
       now_us_(std::move(now_us)),
       send_(std::move(send)),
       max_per_scope_(max_per_scope) {
@@ -29,9 +30,10 @@ void Waiters::Acquire(ParkRequest park) {
   const std::string& user = park.request.user;
   if (auto n = user_count_.find(user);
       n != user_count_.end() && n->second >= max_per_scope_) {
-    Denial d{Reason::kQueueFull, "user:" + user, "", kNever};
+    Denial d{Reason::kQueueFull, "user:" + user, "", kNever, ""};
     json reply = json::object();
     FillDenial(d, &reply);
+    if (on_answer_) on_answer_(false, d.reason);
     send_(park.conn, OkLine(park.id, std::move(reply)));
     return;
   }
@@ -61,7 +63,7 @@ void Waiters::Acquire(ParkRequest park) {
     // without charging anything.
     AcquireRequest probe = mine.request;
     probe.dry_run = true;
-    auto outcome = engine_->Acquire(probe, now);
+    auto outcome = decider_->Acquire(probe, mine.conn, now);
     if (outcome.ok() && !outcome->granted) {
       Bind(mine, outcome->denial, now);
     } else {
@@ -76,6 +78,7 @@ void Waiters::Acquire(ParkRequest park) {
         mine.retry_at_us == kNever ? kNever : mine.retry_at_us - now;
     json reply = json::object();
     FillDenial(d, &reply);
+    if (on_answer_) on_answer_(false, d.reason);
     queue_.Remove(id);
     Answer(id, OkLine(mine.id, std::move(reply)));
   }
@@ -133,7 +136,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
       (w.retry_at_us == kNever || w.retry_at_us > now_us)) {
     return false;
   }
-  auto outcome = engine_->Acquire(w.request, now_us);
+  auto outcome = decider_->Acquire(w.request, w.conn, now_us);
   if (!outcome.ok()) {
     Answer(id, ErrorLineWithId(w.id, outcome.status().code(),
                                outcome.status().message()));
@@ -142,6 +145,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
   if (outcome->granted) {
     json reply = json::object();
     FillAcquireReply(*outcome, (now_us - w.enqueued_us) / 1000, &reply);
+    if (on_answer_) on_answer_(true, Reason::kRateLimited);
     Answer(id, OkLine(w.id, std::move(reply)));
     return true;
   }
@@ -150,6 +154,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
       (d.retry_after_us == kNever && d.reason != Reason::kConcurrency)) {
     json reply = json::object();
     FillAcquireReply(*outcome, 0, &reply);
+    if (on_answer_) on_answer_(false, d.reason);
     Answer(id, OkLine(w.id, std::move(reply)));
     return true;
   }
@@ -175,6 +180,15 @@ void Waiters::Answer(uint64_t id, std::string line) {
   send_(conn, std::move(line));
 }
 
+int64_t Waiters::CountFor(const std::string& scope) const {
+  if (scope.rfind("user:", 0) == 0) {
+    auto u = user_count_.find(scope.substr(5));
+    return u == user_count_.end() ? 0 : u->second;
+  }
+  auto b = bound_count_.find(scope);
+  return b == bound_count_.end() ? 0 : b->second;
+}
+
 void Waiters::Wake() {
   if (closed_) return;
   const int64_t now = now_us_();
@@ -196,6 +210,7 @@ void Waiters::Wake() {
     json reply = json::object();
     FillDenial(d, &reply);
     reply["waited_ms"] = (now - w.enqueued_us) / 1000;
+    if (on_answer_) on_answer_(false, Reason::kTimeout);
     queue_.Remove(id);
     Answer(id, OkLine(w.id, std::move(reply)));
   }

@@ -27,6 +27,7 @@
 
 #include "budget/engine.h"
 #include "budget/fair_queue.h"
+#include "daemon/decider.h"
 
 namespace brake {
 
@@ -43,7 +44,7 @@ class Waiters {
   // (dropped when it is gone).
   using Send = std::function<void(uint64_t conn, std::string line)>;
 
-  Waiters(uv_loop_t* loop, Engine* engine, std::function<int64_t()> now_us,
+  Waiters(uv_loop_t* loop, Decider* decider, std::function<int64_t()> now_us,
           Send send, int64_t max_per_scope);
   ~Waiters();
   Waiters(const Waiters&) = delete;
@@ -62,6 +63,12 @@ class Waiters {
   void Close(std::function<void()> on_closed);
 
   size_t size() const { return waiters_.size(); }
+  // Waiting acquires of a user ("user:U"), or bound by another scope.
+  int64_t CountFor(const std::string& scope) const;
+  // Called with every answer given to a waiter, for metrics.
+  void set_on_answer(std::function<void(bool granted, Reason reason)> f) {
+    on_answer_ = std::move(f);
+  }
 
  private:
   struct Waiter {
@@ -89,6 +96,7 @@ class Waiters {
   void Unbind(const Waiter& w);
 
   uv_loop_t* loop_;
+  Decider* decider_;
   Engine* engine_;
   std::function<int64_t()> now_us_;
   Send send_;
@@ -96,6 +104,7 @@ class Waiters {
   uv_timer_t timer_;
   bool closed_ = false;
   std::function<void()> on_closed_;
+  std::function<void(bool, Reason)> on_answer_;
   uint64_t next_id_ = 1;
   FairQueue queue_;
   std::unordered_map<uint64_t, Waiter> waiters_;

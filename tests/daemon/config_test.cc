@@ -175,8 +175,12 @@ TEST_CASE("config: policies section", "[config]") {
   CHECK(c.policies.at("user:*").limits[0].name == "rpm");
   CHECK(c.policies.at("user:*").limits[0].limit == 100);
   CHECK(c.policies.at("global").limits.empty());
+  // The breaker is kept canonical: defaults written out.
   CHECK(json::parse(c.policies.at("resource:openai").json)["breaker"] ==
-        json{{"open_ms", 30000}});
+        json{{"open_ms", 30000},
+             {"open_backoff", 2.0},
+             {"max_open_ms", 600000},
+             {"half_open_probes", 3}});
 
   CheckRefused(json{{"policies", json::array()}}, "policies:");
   CheckRefused(json{{"policies", {{"bogus", json::object()}}}},

@@ -320,7 +320,12 @@ TEST_CASE("dispatcher: admin ops", "[dispatcher]") {
     json with = h.Ok(json{{"op", "policy.set"},
                           {"scope", "resource:openai"},
                           {"breaker", breaker}});
-    CHECK(with["policy"] == json{{"limits", json::array()}, {"breaker", breaker}});
+    json canonical = breaker;  // defaults written out
+    canonical["open_backoff"] = 2.0;
+    canonical["max_open_ms"] = 600000;
+    canonical["half_open_probes"] = 3;
+    CHECK(with["policy"] ==
+          json{{"limits", json::array()}, {"breaker", canonical}});
   }
   SECTION("policy.get") {
     json r = h.Ok(json{{"op", "policy.get"}, {"scope", "user:*"}});

@@ -333,7 +333,7 @@ TEST_CASE("a waiting acquire does not block other requests on its connection",
 // reason="timeout" and reason="queue_full" series, which only waiters can
 // produce, stay 0 for ever).
 TEST_CASE("waiting acquires are counted in brake_acquires_total",
-          "[integration][waiting][!mayfail]") {
+          "[integration][waiting]") {
   RunningDaemon d(json{{"max_waiters_per_scope", 1}});
   Client c = d.daemon.Connect();
   SetPolicy(c, "user:m", R"([{"name":"one","resource":"requests",
