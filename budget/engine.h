@@ -170,6 +170,11 @@ class Engine {
   // many, and their ids in `expired` when given.
   int ExpireLeases(int64_t now_us,
                    std::vector<std::string>* expired = nullptr);
+  // The user who owns `task`; "" when the task is unknown.
+  std::string TaskOwner(const std::string& task) const {
+    auto it = tasks_.find(task);
+    return it == tasks_.end() ? "" : it->second.user;
+  }
   // An open lease, or nullptr.
   const Lease* FindLease(const std::string& id) const;
   // The concrete subject scopes an acquire is checked against, most

@@ -111,6 +111,44 @@ const std::vector<Setting>& Settings() {
       INT_SETTING(max_waiters_per_scope, 1, 1000000, 1000, false,
                   "waiting acquires bound by one scope (and held by one "
                   "user); beyond that queue_full"),
+      INT_SETTING(partial_line_timeout_ms, 100, 3600000, 10000, true,
+                  "a connection holding an incomplete request line longer "
+                  "than this is closed (slowloris)"),
+      Setting{"uid_users", "object uid -> [user...]", "{}", true,
+              "restricts a peer uid to acting as the listed users; uids "
+              "not listed may act as nobody (admins are unrestricted)",
+              [](const json& f, Config* c) {
+                auto it = f.find("uid_users");
+                if (it == f.end()) return Status::Ok();
+                if (!it->is_object())
+                  return Status::BadRequest("uid_users: must be an object");
+                c->uid_users.clear();
+                for (const auto& [uid_text, users] : it->items()) {
+                  std::string field = "uid_users." + uid_text;
+                  char* end = nullptr;
+                  long long uid = std::strtoll(uid_text.c_str(), &end, 10);
+                  if (uid_text.empty() || *end != '\0' || uid < 0 ||
+                      uid > 4294967294LL)
+                    return Status::BadRequest(field + ": key must be a uid");
+                  if (!users.is_array())
+                    return Status::BadRequest(field +
+                                              ": must be an array of users");
+                  std::set<std::string>& allowed = c->uid_users[uid];
+                  for (const json& u : users) {
+                    if (!u.is_string())
+                      return Status::BadRequest(field +
+                                                ": users must be strings");
+                    if (Status s = ValidateName(u.get<std::string>(), field);
+                        !s.ok())
+                      return s;
+                    allowed.insert(u.get<std::string>());
+                  }
+                }
+                return Status::Ok();
+              },
+              [](const Config& a, const Config& b) {
+                return a.uid_users == b.uid_users;
+              }},
       INT_SETTING(max_output_bytes, 65536, 1073741824, 16777216, true,
                   "unread output a connection may hold before it is closed"),
       Setting{"on_storage_error", "closed | open", "\"closed\"", true,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Config {
   int64_t max_connections = 4096;
   int64_t max_output_bytes = 16 << 20;
   int64_t max_waiters_per_scope = 1000;
+  int64_t partial_line_timeout_ms = 10'000;
+  // uid -> the users it may act as (acquire, commit, cancel, status, usage).
+  // Empty: no restriction. Admins are never restricted.
+  std::map<int64_t, std::set<std::string>> uid_users;
   bool fail_open = false;  // on_storage_error: "open"
   std::string metrics_listen;
   std::map<std::string, Policy> policies;

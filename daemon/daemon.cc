@@ -297,6 +297,7 @@ void Daemon::OnStorageDone(const StorageWorker::Done& done) {
 }
 
 void Daemon::Housekeeping() {
+  server_->ExpirePartialLines(clock_.NowUs());
   int expired = dispatcher_->decider()->ExpireLeases(clock_.NowUs());
   if (expired > 0) {
     Log(LogLevel::kInfo, "%d lease(s) expired and were settled at their "

@@ -52,6 +52,19 @@ std::optional<int64_t> OptInt(const json& req, const char* key) {
   return it->get<int64_t>();
 }
 
+// With uid_users configured, a non-admin peer may act only as its users.
+Status MayActAs(const OpContext& ctx, const Config& config,
+                const std::string& user) {
+  if (ctx.peer.admin || config.uid_users.empty()) return Status::Ok();
+  auto it = config.uid_users.find(ctx.peer.uid);
+  if (it != config.uid_users.end() && it->second.count(user)) {
+    return Status::Ok();
+  }
+  return Status(ErrorCode::kForbidden,
+                "user: uid " + std::to_string(ctx.peer.uid) +
+                    " may not act as " + user + " (uid_users)");
+}
+
 }  // namespace
 
 // Handlers reach the dispatcher's counters through this friend.
@@ -70,6 +83,9 @@ struct OpHandlers {
           "until it recovers");
     }
     const json& req = ctx.request;
+    if (Status s = MayActAs(ctx, *d.config_, Str(req, "user")); !s.ok()) {
+      return s;
+    }
     AcquireRequest a;
     a.user = Str(req, "user");
     a.task = Str(req, "task");
@@ -96,7 +112,15 @@ struct OpHandlers {
     return Status::Ok();
   }
 
+  // A lease may be settled only by a peer allowed to act as its user.
+  static Status MayTouchLease(const OpContext& ctx) {
+    const Lease* lease = ctx.engine->FindLease(Str(ctx.request, "lease"));
+    if (lease == nullptr) return Status::Ok();  // unknown or settled
+    return MayActAs(ctx, *ctx.dispatcher->config_, lease->user);
+  }
+
   static Status Commit(OpContext& ctx) {
+    if (Status s = MayTouchLease(ctx); !s.ok()) return s;
     const json& req = ctx.request;
     CommitRequest c;
     c.lease = Str(req, "lease");
@@ -123,6 +147,7 @@ struct OpHandlers {
   }
 
   static Status Cancel(OpContext& ctx) {
+    if (Status s = MayTouchLease(ctx); !s.ok()) return s;
     auto dup = ctx.dispatcher->decider_.Cancel(Str(ctx.request, "lease"),
                                                ctx.now_us);
     if (!dup.ok()) return dup.status();
@@ -144,6 +169,17 @@ struct OpHandlers {
     if (given != 1) {
       return Status::BadRequest(
           "user: exactly one of user, task or resource is required");
+    }
+    if (req.contains("user") && !req["user"].is_null()) {
+      if (Status s = MayActAs(ctx, *ctx.dispatcher->config_, Str(req, "user"));
+          !s.ok())
+        return s;
+    } else if (req.contains("task") && !req["task"].is_null()) {
+      std::string owner = ctx.engine->TaskOwner(Str(req, "task"));
+      if (!owner.empty()) {
+        if (Status s = MayActAs(ctx, *ctx.dispatcher->config_, owner); !s.ok())
+          return s;
+      }
     }
     StatusReport report = ctx.engine->Report(scope, ctx.now_us);
     json limits = json::array();
@@ -276,6 +312,9 @@ struct OpHandlers {
       return Status::Unavailable("usage: the ledger is not available here");
     }
     const json& req = ctx.request;
+    if (Status s = MayActAs(ctx, *d.config_, Str(req, "user")); !s.ok()) {
+      return s;
+    }
     UsageQuery q;
     q.user = Str(req, "user");
     q.task = Str(req, "task");

@@ -33,6 +33,7 @@ struct Server::Connection {
   bool close_after_write = false;
   bool paused = false;  // a deferred request is being answered
   std::string out;      // replies not yet handed to uv_write
+  int64_t partial_since_us = 0;  // when `in` last became non-empty
 };
 
 namespace {
@@ -228,6 +229,11 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
     c->in.append(data + pos, n - pos);
     too_long = c->in.size() > max_line;
   }
+  if (c->in.empty()) {
+    c->partial_since_us = 0;
+  } else if (c->partial_since_us == 0) {
+    c->partial_since_us = gate_->NowUs();
+  }
   if (too_long) {
     c->in.clear();
     c->in.shrink_to_fit();
@@ -411,6 +417,31 @@ void Server::CloseConnection(Connection* c) {
       delete cc;
       s->MaybeClosed();
     });
+  }
+}
+
+void Server::ExpirePartialLines(int64_t now_us) {
+  const int64_t limit_us = config_->partial_line_timeout_ms * 1000;
+  std::vector<Connection*> slow;
+  for (const auto& [id, c] : by_id_) {
+    if (c->partial_since_us != 0 && !c->paused && !c->close_after_write &&
+        now_us - c->partial_since_us > limit_us) {
+      slow.push_back(c);
+    }
+  }
+  for (Connection* c : slow) {
+    Log(LogLevel::kWarn, "connection of uid %u held an incomplete line for "
+        "over %lld ms; closing it", c->peer.uid,
+        static_cast<long long>(config_->partial_line_timeout_ms));
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
+    c->in.clear();
+    c->in.shrink_to_fit();
+    QueueReply(c, Dispatcher::ErrorLine(
+                      ErrorCode::kBadRequest,
+                      "request: incomplete line held longer than "
+                      "partial_line_timeout_ms; closing"));
+    c->close_after_write = true;
+    if (c->held.empty()) CloseConnection(c);
   }
 }
 

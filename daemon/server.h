@@ -66,6 +66,9 @@ class Server {
   // Turns every held reply whose batch is <= `seq` into an `unavailable`
   // error (same id) and writes it.
   void Fail(uint64_t seq, const std::string& message);
+  // Closes connections that have held an incomplete line longer than
+  // partial_line_timeout_ms (a slow-loris client), after an error line.
+  void ExpirePartialLines(int64_t now_us);
   // Writes every connection's gathered replies (once per loop turn).
   void FlushWrites();
   // Stops accepting and reading; connections stay open for their replies.
