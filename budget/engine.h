@@ -170,6 +170,11 @@ class Engine {
   // many, and their ids in `expired` when given.
   int ExpireLeases(int64_t now_us,
                    std::vector<std::string>* expired = nullptr);
+  // Settled spend of a subject scope ("global" for everything).
+  Totals SpendOf(const std::string& scope) const {
+    auto it = spend_.find(scope);
+    return it == spend_.end() ? Totals{} : it->second;
+  }
   // The user who owns `task`; "" when the task is unknown.
   std::string TaskOwner(const std::string& task) const {
     auto it = tasks_.find(task);

@@ -167,7 +167,7 @@ const std::vector<Setting>& Settings() {
                 return a.fail_open == b.fail_open;
               }},
       Setting{"metrics_listen", "host:port", "none", false,
-              "serve GET /metrics over HTTP (not yet implemented: logged)",
+              "serve GET /metrics (Prometheus text) over HTTP on HOST:PORT",
               [](const json& f, Config* c) {
                 auto s = ReadString(f, "metrics_listen", "");
                 if (!s.ok()) return s.status();

@@ -94,6 +94,24 @@ Status Daemon::Start() {
     return s;
   }
 
+  if (!config_.metrics_listen.empty()) {
+    metrics_http_ = std::make_unique<MetricsHttp>(&loop_, [this] {
+      std::string out;
+      Peer self;
+      self.admin = true;
+      dispatcher_->Handle(self, R"({"op":"metrics"})", clock_.NowUs(), &out);
+      auto reply = nlohmann::json::parse(out, nullptr, false);
+      return reply.is_object() ? reply.value("text", std::string())
+                               : std::string();
+    });
+    if (Status s = metrics_http_->Listen(config_.metrics_listen); !s.ok()) {
+      Log(LogLevel::kError, "%s; serving without it", s.message().c_str());
+      metrics_http_->Close(nullptr);
+    } else {
+      Log(LogLevel::kInfo, "metrics on http://%s/metrics",
+          config_.metrics_listen.c_str());
+    }
+  }
   uv_signal_init(&loop_, &sigterm_);
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sighup_);
@@ -361,6 +379,7 @@ void Daemon::FinishShutdown() {
         "were not saved");
     exit_code_ = 1;
   }
+  if (metrics_http_) metrics_http_->Close(nullptr);
   server_->Close([this] {
     worker_->Stop([this] {
       for (uv_handle_t* h :
@@ -380,6 +399,7 @@ void Daemon::FinishShutdown() {
 int Daemon::Run() {
   uv_run(&loop_, UV_RUN_DEFAULT);
   waiters_.reset();
+  metrics_http_.reset();
   server_.reset();
   worker_.reset();
   int rc = uv_loop_close(&loop_);

@@ -21,6 +21,7 @@
 #include "daemon/clock.h"
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
+#include "daemon/metrics_http.h"
 #include "daemon/server.h"
 #include "daemon/storage_worker.h"
 #include "daemon/waiters.h"
@@ -72,6 +73,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   std::unique_ptr<StorageWorker> worker_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Waiters> waiters_;
+  std::unique_ptr<MetricsHttp> metrics_http_;
   uint64_t settlements_seen_ = 0;
   uint64_t mutations_seen_ = 0;
 

@@ -391,6 +391,28 @@ struct OpHandlers {
     t += "brake_storage_commit_seconds_total " +
          std::to_string(static_cast<double>(s.storage_commit_us_total) / 1e6) +
          "\n";
+    counter("brake_waiters", "Acquires waiting (wait_ms > 0).", "gauge");
+    sample("brake_waiters", d.waiters_ ? static_cast<int64_t>(d.waiters_->size())
+                                       : 0);
+    const Totals spend = ctx.engine->SpendOf("global");
+    counter("brake_spend_tokens_total", "Tokens settled, all subjects.",
+            "counter");
+    sample("brake_spend_tokens_total", spend.tokens);
+    counter("brake_spend_usd_total", "usd settled, all subjects.", "counter");
+    t += "brake_spend_usd_total " + std::to_string(NanoToUsd(spend.usd_nano)) +
+         "\n";
+    int64_t open = 0, half_open = 0;
+    for (const BreakerView& v : d.decider_.OpenViews(ctx.now_us)) {
+      if (v.snapshot.state == breaker::BreakerState::kHalfOpen) {
+        ++half_open;
+      } else {
+        ++open;
+      }
+    }
+    counter("brake_breakers", "Breakers that are not closed, by state.",
+            "gauge");
+    sample("brake_breakers{state=\"open\"}", open);
+    sample("brake_breakers{state=\"half_open\"}", half_open);
     counter("brake_storage_ok", "1 while storage writes succeed.", "gauge");
     sample("brake_storage_ok", d.storage_ok_ ? 1 : 0);
     (*ctx.reply)["text"] = std::move(t);
