@@ -110,9 +110,11 @@ Result<AcquireOutcome> Decider::Acquire(const AcquireRequest& request,
     if (!a.admit) {
       AcquireOutcome out;
       out.granted = false;
+      // Half-open with every probe slot taken: when it frees is unknown,
+      // but it is not "never"; suggest one open period.
       out.denial = Denial{Reason::kBreakerOpen, scope, "breaker",
                           a.retry_after_us == breaker::kNever
-                              ? kNever
+                              ? b->spec().open_ms * 1000
                               : a.retry_after_us,
                           std::string(breaker::CauseName(a.cause))};
       return out;
