@@ -1,5 +1,7 @@
 #include "breaker/breaker_spec.h"
 
+#include "common/name_table.h"
+
 #include <array>
 #include <initializer_list>
 #include <limits>
@@ -31,27 +33,6 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 4> kOutcomes{{
     {Outcome::kTimeout, "timeout"},
     {Outcome::kThrottled, "throttled"},
 }};
-
-template <typename E, size_t N>
-std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& t,
-                        E value) {
-  for (const auto& [v, name] : t) {
-    if (v == value) return name;
-  }
-  return "unknown";
-}
-
-template <typename E, size_t N>
-bool Lookup(const std::array<std::pair<E, std::string_view>, N>& t,
-            std::string_view name, E* out) {
-  for (const auto& [v, n] : t) {
-    if (n == name) {
-      *out = v;
-      return true;
-    }
-  }
-  return false;
-}
 
 Status Bad(const std::string& field, const std::string& what) {
   return Status::BadRequest(field + ": " + what);
@@ -136,13 +117,13 @@ std::string_view OutcomeName(Outcome outcome) {
   return NameOf(kOutcomes, outcome);
 }
 bool ParseState(std::string_view name, BreakerState* out) {
-  return Lookup(kStates, name, out);
+  return LookupName(kStates, name, out);
 }
 bool ParseCause(std::string_view name, Cause* out) {
-  return Lookup(kCauses, name, out);
+  return LookupName(kCauses, name, out);
 }
 bool ParseOutcome(std::string_view name, Outcome* out) {
-  return Lookup(kOutcomes, name, out);
+  return LookupName(kOutcomes, name, out);
 }
 
 }  // namespace brake::breaker

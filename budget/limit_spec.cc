@@ -1,5 +1,7 @@
 #include "budget/limit_spec.h"
 
+#include "common/name_table.h"
+
 #include <array>
 #include <utility>
 
@@ -28,39 +30,19 @@ constexpr std::array<std::pair<Period, std::string_view>, 5> kPeriods{{
     {Period::kTotal, "total"},
 }};
 
-template <typename E, size_t N>
-std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& t,
-                        E e) {
-  for (const auto& [v, n] : t)
-    if (v == e) return n;
-  return "?";
-}
-
-template <typename E, size_t N>
-bool Lookup(const std::array<std::pair<E, std::string_view>, N>& t,
-            std::string_view name, E* out) {
-  for (const auto& [v, n] : t) {
-    if (n == name) {
-      *out = v;
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
-std::string_view AlgorithmName(Algorithm a) { return NameOf(kAlgorithms, a); }
-std::string_view ResourceName(Resource r) { return NameOf(kResources, r); }
-std::string_view PeriodName(Period p) { return NameOf(kPeriods, p); }
+std::string_view AlgorithmName(Algorithm a) { return NameOf(kAlgorithms, a, "?"); }
+std::string_view ResourceName(Resource r) { return NameOf(kResources, r, "?"); }
+std::string_view PeriodName(Period p) { return NameOf(kPeriods, p, "?"); }
 bool ParseAlgorithm(std::string_view n, Algorithm* o) {
-  return Lookup(kAlgorithms, n, o);
+  return LookupName(kAlgorithms, n, o);
 }
 bool ParseResource(std::string_view n, Resource* o) {
-  return Lookup(kResources, n, o);
+  return LookupName(kResources, n, o);
 }
 bool ParsePeriod(std::string_view n, Period* o) {
-  return Lookup(kPeriods, n, o);
+  return LookupName(kPeriods, n, o);
 }
 
 }  // namespace brake
