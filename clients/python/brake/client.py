@@ -1,0 +1,517 @@
+"""The brake client: asks braked "may I?" over its Unix socket.
+
+Wire format: one JSON object per line (see PROTOCOL.md). Every request gets a
+fresh integer ``id`` and a reply is matched to its request by that id.
+
+Concurrency: a Client keeps a small pool of connections. A request takes an
+idle connection (or opens one), sends one line, reads until the reply with its
+id and puts the connection back. One connection therefore carries one request
+at a time, so threads never wait on each other's replies (a waiting acquire
+holds its own connection while it waits), and no background thread is needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import select
+import socket
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from .errors import (BrakeError, Denied, Error, Unreachable,
+                     error_from_reply)
+
+log = logging.getLogger("brake")
+
+# Ops sent again after a broken connection even when the first attempt may
+# have reached the daemon: reads, and writes whose repetition changes nothing
+# (commit and cancel answer a repeat with "duplicate": true; policy.set,
+# policy.delete, prices.set and breaker.reset set a state). acquire, reset and
+# breaker.trip are sent again only when not a byte of them was written.
+RETRY_AFTER_SEND = frozenset({
+    "ping", "status", "usage", "metrics", "policy.get", "policy.list",
+    "breaker.list", "commit", "cancel", "policy.set", "policy.delete",
+    "prices.set", "breaker.reset"})
+
+# Error codes after which the daemon closes the connection.
+_CLOSING_CODES = frozenset({"line_too_long", "too_many_connections"})
+
+
+def default_socket_path() -> str:
+    """The socket braked listens on by default, as the daemon computes it.
+
+    ``BRAKE_SOCKET`` if set; else ``$XDG_RUNTIME_DIR/brake/braked.sock`` when
+    XDG_RUNTIME_DIR is set and non-empty; else ``/tmp/brake-$UID/braked.sock``.
+    """
+    env = os.environ.get("BRAKE_SOCKET")
+    if env:
+        return env
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, "brake", "braked.sock")
+    return "/tmp/brake-%d/braked.sock" % os.getuid()
+
+
+class _Broken(Exception):
+    """The connection failed; ``sent``: bytes of the request were written."""
+
+    def __init__(self, sent: bool, cause: BaseException):
+        super().__init__(str(cause))
+        self.sent = sent
+        self.cause = cause
+
+
+class _TimedOut(Exception):
+    def __init__(self, sent: bool):
+        super().__init__("timed out")
+        self.sent = sent
+
+
+class _BadReply(Exception):
+    pass
+
+
+class _Connection:
+    """One socket and its read buffer; used by one request at a time."""
+
+    def __init__(self, path: str, timeout: float):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(path)
+        except OSError as e:
+            sock.close()
+            reason = e.strerror or str(e) or type(e).__name__
+            raise Unreachable("cannot connect to braked at %s: %s"
+                              % (path, reason)) from e
+        self.sock = sock
+        self.buf = bytearray()
+        self.pid = os.getpid()
+
+    def idle_ok(self) -> bool:
+        """False if the daemon closed this idle connection (or sent junk)."""
+        if self.buf:
+            return False
+        try:
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+            return not poller.poll(0)
+        except (OSError, ValueError):
+            return False
+
+    def send(self, data: bytes, timeout: float) -> None:
+        view = memoryview(data)
+        sent = 0
+        try:
+            self.sock.settimeout(timeout)
+            while sent < len(view):
+                sent += self.sock.send(view[sent:])
+        except socket.timeout:
+            raise _TimedOut(sent > 0)
+        except OSError as e:
+            raise _Broken(sent > 0, e)
+
+    def read_reply(self, rid: int, deadline: float) -> Dict[str, Any]:
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[:nl]).strip()
+                del self.buf[:nl + 1]
+                if not line:
+                    continue
+                try:
+                    reply = json.loads(line)
+                except ValueError:
+                    raise _BadReply("not JSON: %r" % line[:200])
+                if not isinstance(reply, dict):
+                    raise _BadReply("not an object: %r" % line[:200])
+                if reply.get("id") == rid:
+                    return reply
+                if "id" not in reply and reply.get("ok") is False:
+                    # An error about the connection itself (line_too_long,
+                    # too_many_connections): it answers our request too.
+                    return reply
+                continue  # a late reply to an abandoned request
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _TimedOut(True)
+            try:
+                self.sock.settimeout(remaining)
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                raise _TimedOut(True)
+            except OSError as e:
+                raise _Broken(True, e)
+            if not chunk:
+                raise _Broken(True, EOFError("braked closed the connection"))
+            self.buf += chunk
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Client:
+    """A thread-safe connection to braked.
+
+    ``socket_path``: defaults to :func:`default_socket_path`.
+    ``timeout``: seconds to wait for a connection and for each answer (a
+    waiting acquire gets its ``wait_ms`` on top).
+    ``fail_open``: when the daemon cannot be reached, :meth:`acquire` returns
+    a no-op :class:`Lease` (``lease.fail_open`` is True) instead of raising
+    :class:`Unreachable`, and commit/cancel of a lease log a warning instead of
+    raising. The agent keeps working while brake is down, but nothing is
+    limited or counted meanwhile: use it only where an outage of the agent is
+    worse than unmetered spend. A daemon that answers ``unavailable`` on
+    purpose (storage failed and it fails closed) is never overridden.
+    ``pool_size``: idle connections kept for reuse.
+    """
+
+    def __init__(self, socket_path: Optional[str] = None,
+                 timeout: float = 10.0, fail_open: bool = False,
+                 pool_size: int = 8):
+        self.socket_path = socket_path or default_socket_path()
+        self.timeout = float(timeout)
+        self.fail_open = bool(fail_open)
+        self.pool_size = int(pool_size)
+        self._lock = threading.Lock()
+        self._idle: List[_Connection] = []
+        self._ids = itertools.count(1)
+        self._pid = os.getpid()
+        self._closed = False
+
+    # ---- connections -----------------------------------------------------
+
+    def _checkout(self) -> _Connection:
+        with self._lock:
+            if self._closed:
+                raise Error("brake client is closed")
+            if self._pid != os.getpid():
+                # A forked child must not share its parent's sockets.
+                for conn in self._idle:
+                    conn.close()
+                self._idle = []
+                self._pid = os.getpid()
+            while self._idle:
+                conn = self._idle.pop()
+                if conn.idle_ok():
+                    return conn
+                conn.close()  # the daemon went away (restart): reconnect
+        return _Connection(self.socket_path, self.timeout)
+
+    def _checkin(self, conn: _Connection) -> None:
+        with self._lock:
+            if (not self._closed and conn.pid == self._pid
+                    and len(self._idle) < self.pool_size):
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Closes the idle connections; the Client cannot be used after."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---- requests --------------------------------------------------------
+
+    def request(self, op: str, extra_timeout: float = 0.0,
+                **fields: Any) -> Dict[str, Any]:
+        """Sends one request and returns the daemon's reply as a dict.
+
+        Fields whose value is None are left out. Raises the
+        :class:`BrakeError` subclass of an ``"ok": false`` reply and
+        :class:`Unreachable` when the daemon cannot be asked. A broken
+        connection (daemon restarted) is reopened once and the request sent
+        again if no byte of it was written, or if ``op`` is in
+        ``RETRY_AFTER_SEND``.
+        """
+        reply = self._exchange(op, fields, extra_timeout)
+        if reply.get("ok") is not True:
+            raise error_from_reply(reply)
+        return reply
+
+    def _exchange(self, op: str, fields: Dict[str, Any],
+                  extra_timeout: float) -> Dict[str, Any]:
+        req: Dict[str, Any] = {"op": op}
+        for key, value in fields.items():
+            if value is not None:
+                req[key] = value
+        sent_before = False
+        for attempt in (0, 1):
+            rid = next(self._ids)  # atomic under the GIL
+            req["id"] = rid
+            data = json.dumps(req, separators=(",", ":"),
+                              ensure_ascii=False).encode("utf-8") + b"\n"
+            try:
+                conn = self._checkout()
+            except Unreachable as e:
+                e.sent = sent_before
+                raise
+            try:
+                conn.send(data, self.timeout)
+                reply = conn.read_reply(
+                    rid, time.monotonic() + self.timeout + extra_timeout)
+            except _Broken as b:
+                conn.close()
+                sent_before = sent_before or b.sent
+                if attempt == 0 and (not b.sent or op in RETRY_AFTER_SEND):
+                    log.debug("brake: connection broken (%s); reconnecting "
+                              "and sending %s again", b, op)
+                    continue
+                if b.sent and op not in RETRY_AFTER_SEND:
+                    raise Unreachable(
+                        "connection to braked lost after %s was sent (%s); "
+                        "not sent again: it may have been applied" % (op, b),
+                        sent=True) from b.cause
+                raise Unreachable("connection to braked lost (%s)" % b,
+                                  sent=sent_before) from b.cause
+            except _TimedOut as t:
+                conn.close()
+                raise Unreachable(
+                    "no answer from braked within %.1f s to %s"
+                    % (self.timeout + extra_timeout, op),
+                    sent=sent_before or t.sent) from None
+            except _BadReply as e:
+                conn.close()
+                raise BrakeError("unreadable reply from braked: %s" % e,
+                                 code="bad_reply") from None
+            except BaseException:
+                conn.close()  # e.g. KeyboardInterrupt mid-request
+                raise
+            err = reply.get("error") if reply.get("ok") is False else None
+            if "id" not in reply or (isinstance(err, dict)
+                                     and err.get("code") in _CLOSING_CODES):
+                conn.close()
+            else:
+                self._checkin(conn)
+            return reply
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # ---- the hot path ----------------------------------------------------
+
+    def acquire(self, user: str, task: str, tokens: int = 0,
+                requests: int = 1, model: Optional[str] = None,
+                resource: Optional[str] = None,
+                fingerprint: Optional[str] = None,
+                parent: Optional[str] = None, wait_ms: int = 0) -> "Lease":
+        """Asks to make one call; returns a :class:`Lease` or raises
+        :class:`Denied`.
+
+        ``tokens``: estimated LLM tokens to reserve. ``model``: prices the
+        reservation (the model needs a price: :meth:`prices_set`).
+        ``fingerprint``: e.g. :func:`brake.fingerprint` of a tool call; the
+        same fingerprint repeated in a task trips a loop breaker.
+        ``parent``: on a task's first acquire, the task whose caps also cover
+        it. ``wait_ms`` > 0: the daemon queues the request up to that long
+        instead of denying at once.
+
+        An acquire is never sent twice: if the connection breaks after it was
+        written, it raises :class:`Unreachable` with ``sent`` True (or, with
+        ``fail_open``, returns a no-op lease).
+        """
+        fields = {"user": user, "task": task, "tokens": tokens,
+                  "requests": requests, "model": model, "resource": resource,
+                  "fingerprint": fingerprint, "parent": parent,
+                  "wait_ms": wait_ms if wait_ms else None}
+        try:
+            reply = self.request("acquire", extra_timeout=wait_ms / 1000.0,
+                                 **fields)
+        except Unreachable as e:
+            if not self.fail_open:
+                raise
+            log.warning("brake: %s; fail_open: going ahead without a lease",
+                        e)
+            return Lease(self, None, error=e)
+        if reply.get("granted") is True:
+            return Lease(self, reply)
+        raise Denied(reply)
+
+    # ---- reads -----------------------------------------------------------
+
+    def ping(self) -> Dict[str, Any]:
+        """``{"ok": true, "version": "x.y.z"}``."""
+        return self.request("ping")
+
+    def status(self, user: Optional[str] = None, task: Optional[str] = None,
+               resource: Optional[str] = None) -> Dict[str, Any]:
+        """Limits, spend, reservations, breakers of one user, task or
+        resource (give exactly one)."""
+        return self.request("status", user=user, task=task,
+                            resource=resource)
+
+    def usage(self, user: str, task: Optional[str] = None,
+              since_ms: Optional[int] = None,
+              by: Optional[str] = None) -> Dict[str, Any]:
+        """Settled usage from the ledger: ``reply["rows"]``, grouped ``by``
+        ``task`` (default), ``model``, ``day`` or ``total``."""
+        return self.request("usage", user=user, task=task, since_ms=since_ms,
+                            by=by)
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition."""
+        return self.request("metrics")["text"]
+
+    def breaker_list(self) -> Dict[str, Any]:
+        """``reply["breakers"]``: every breaker that is not closed."""
+        return self.request("breaker.list")
+
+    # ---- admin (the daemon's own uid and its admin_uids) ------------------
+
+    def policy_set(self, scope: str, limits: Optional[List[Dict[str, Any]]]
+                   = None, breaker: Optional[Dict[str, Any]] = None
+                   ) -> Dict[str, Any]:
+        """Sets (replaces) the policy of ``scope`` (``global``,
+        ``user:alice``, ``task:*``, ...); the reply echoes it canonically."""
+        return self.request("policy.set", scope=scope, limits=limits,
+                            breaker=breaker)
+
+    def policy_get(self, scope: str) -> Dict[str, Any]:
+        """``reply["policy"]``, None when the scope has none."""
+        return self.request("policy.get", scope=scope)
+
+    def policy_list(self) -> Dict[str, Any]:
+        """``reply["policies"]``, sorted by scope."""
+        return self.request("policy.list")
+
+    def policy_delete(self, scope: str) -> Dict[str, Any]:
+        """``reply["deleted"]``: whether there was one."""
+        return self.request("policy.delete", scope=scope)
+
+    def prices_set(self, model: str, input_usd_per_mtok: float,
+                   output_usd_per_mtok: float) -> Dict[str, Any]:
+        return self.request("prices.set", model=model,
+                            input_usd_per_mtok=input_usd_per_mtok,
+                            output_usd_per_mtok=output_usd_per_mtok)
+
+    def reset(self, scope: str) -> Dict[str, Any]:
+        """Clears the counters and spend of ``scope``."""
+        return self.request("reset", scope=scope)
+
+    def breaker_trip(self, scope: str,
+                     open_ms: Optional[int] = None) -> Dict[str, Any]:
+        """Opens ``scope``'s breaker by hand (cause ``manual``)."""
+        return self.request("breaker.trip", scope=scope, open_ms=open_ms)
+
+    def breaker_reset(self, scope: str) -> Dict[str, Any]:
+        return self.request("breaker.reset", scope=scope)
+
+
+class Lease:
+    """A granted acquire: commit it with the real usage, or cancel it.
+
+    ``id``: the daemon's lease string (None for a fail-open lease).
+    ``reply``: the acquire's reply; ``waited_ms``, ``remaining`` from it.
+    ``fail_open``: True for the no-op lease :meth:`Client.acquire` returns
+    when the daemon is unreachable and the client has ``fail_open``.
+    ``settled``: None, ``"committed"`` or ``"cancelled"``.
+
+    As a context manager: leaving the block without commit or cancel
+    cancels the lease; an exception leaving the block commits it with
+    outcome ``error`` (feeding the error breakers) and propagates.
+    """
+
+    def __init__(self, client: Client, reply: Optional[Dict[str, Any]],
+                 error: Optional[BaseException] = None):
+        self._client = client
+        self.reply: Dict[str, Any] = reply or {}
+        self.id: Optional[str] = self.reply.get("lease")
+        self.waited_ms: int = self.reply.get("waited_ms", 0)
+        self.remaining: Optional[Dict[str, Any]] = self.reply.get("remaining")
+        self.fail_open = reply is None
+        self.error = error
+        self.started = time.monotonic()
+        self.settled: Optional[str] = None
+        self.result: Optional[Dict[str, Any]] = None
+
+    def __repr__(self) -> str:
+        if self.fail_open:
+            return "<brake.Lease fail_open>"
+        return "<brake.Lease %s%s>" % (
+            self.id, " " + self.settled if self.settled else "")
+
+    def commit(self, tokens: Optional[int] = None,
+               input_tokens: Optional[int] = None,
+               output_tokens: Optional[int] = None,
+               latency_ms: Optional[int] = None, outcome: str = "ok",
+               retry_after_ms: Optional[int] = None) -> Dict[str, Any]:
+        """Settles the lease with the real usage; returns the reply
+        (``charged_tokens``, ``charged_usd``, ``duplicate`` on a repeat).
+
+        Without ``tokens`` the daemon charges ``input_tokens +
+        output_tokens``, or the reserved estimate when neither is given.
+        ``latency_ms`` defaults to the time since the grant. ``outcome``:
+        ``ok``, ``error``, ``timeout`` or ``throttled`` (the downstream said
+        "wait"; ``retry_after_ms`` holds its breaker open that long).
+        Committing again is harmless (the first result, ``duplicate``).
+        """
+        if latency_ms is None:
+            latency_ms = int(round((time.monotonic() - self.started) * 1000))
+        if self.fail_open:
+            self.settled = "committed"
+            self.result = {"ok": True, "fail_open": True}
+            return self.result
+        try:
+            reply = self._client.request(
+                "commit", lease=self.id, tokens=tokens,
+                input_tokens=input_tokens, output_tokens=output_tokens,
+                latency_ms=latency_ms, outcome=outcome,
+                retry_after_ms=retry_after_ms)
+        except Unreachable as e:
+            return self._unreachable("commit", e)
+        self.settled = "committed"
+        self.result = reply
+        return reply
+
+    def cancel(self) -> Dict[str, Any]:
+        """Releases the reservation as if the call never happened."""
+        if self.fail_open:
+            self.settled = "cancelled"
+            self.result = {"ok": True, "fail_open": True}
+            return self.result
+        try:
+            reply = self._client.request("cancel", lease=self.id)
+        except Unreachable as e:
+            return self._unreachable("cancel", e)
+        self.settled = "cancelled"
+        self.result = reply
+        return reply
+
+    def _unreachable(self, op: str, e: Unreachable) -> Dict[str, Any]:
+        if not self._client.fail_open:
+            raise e
+        log.warning("brake: %s of lease %s failed (%s); fail_open: going on "
+                    "(the daemon settles it at its estimate after the lease "
+                    "TTL)", op, self.id, e)
+        return {"ok": False, "fail_open": True,
+                "error": {"code": e.code, "message": e.message}}
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if self.settled is not None:
+            return False
+        if exc_type is None:
+            self.cancel()
+            return False
+        try:
+            self.commit(outcome="error")
+        except Error as e:  # never hide the block's own exception
+            log.warning("brake: could not commit lease %s after %s: %s",
+                        self.id, exc_type.__name__, e)
+        return False
