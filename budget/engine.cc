@@ -380,6 +380,9 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
     }
     Settlement dup = done->second.first;
     dup.duplicate = true;
+    // Nothing changes, but the answer asserts that the first settlement is
+    // durable: count it as a change so the reply is gated like one.
+    ++mutations_;
     return dup;
   }
   Lease& lease = it->second;

@@ -276,7 +276,15 @@ bool Daemon::ReplyChangedState() {
 }
 
 uint64_t Daemon::SeqForReply() {
-  if (config_.durability == Durability::kBatched) return 0;
+  if (config_.durability == Durability::kBatched) {
+    const bool lagging =
+        !pending_.empty() && clock_.NowUs() - pending_.front().second >
+                                 config_.flush_interval_ms * 1000;
+    if (!lagging) return 0;
+    // The disk is behind by more than a flush interval: answer nothing
+    // more until it catches up, so a crash still loses at most about one
+    // interval of acknowledged changes.
+  }
   // A reply waits for every change made before it, its own included.
   return Dirty() ? open_seq_ : sealed_seq_;
 }
@@ -287,11 +295,17 @@ void Daemon::Seal() {
   batch.seq = open_seq_;
   engine_->Drain(&batch, EncodeLease);
   dispatcher_->decider()->Drain(&batch);
+  pending_.emplace_back(open_seq_, clock_.NowUs());
   sealed_seq_ = open_seq_++;
   worker_->Submit(std::move(batch));
 }
 
 void Daemon::OnStorageDone(const StorageWorker::Done& done) {
+  if (done.status.ok()) {
+    while (!pending_.empty() && pending_.front().first <= done.seq) {
+      pending_.pop_front();
+    }
+  }
   if (done.status.ok()) {
     ++stats_.storage_batches;
     stats_.storage_commit_us_total += done.commit_us;
@@ -325,6 +339,7 @@ void Daemon::Housekeeping() {
   if (!dispatcher_->storage_ok() && !worker_->busy()) {
     Batch retry;
     retry.seq = open_seq_;
+    pending_.emplace_back(open_seq_, clock_.NowUs());
     sealed_seq_ = open_seq_++;
     worker_->Submit(std::move(retry));
   }

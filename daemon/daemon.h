@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <memory>
 #include <string>
 
@@ -85,6 +87,10 @@ class Daemon : public Server::Gate, public DeferredOps {
   uv_check_t check_;
   bool handles_open_ = false;
 
+  // Sealed batches not yet committed, with when they were sealed: in
+  // batched mode replies are held once the oldest is older than
+  // flush_interval_ms, so a lagging disk cannot stretch what a crash loses.
+  std::deque<std::pair<uint64_t, int64_t>> pending_;
   uint64_t open_seq_ = 1;     // the batch being gathered
   uint64_t sealed_seq_ = 0;   // the last batch handed to storage
   bool stopping_ = false;

@@ -85,8 +85,21 @@ void StorageWorker::ThreadMain() {
       auto reopened = reopen_ ? reopen_()
                               : Result<std::unique_ptr<Store>>(
                                     Status::Unavailable("storage: closed"));
-      if (reopened.ok()) store_ = std::move(*reopened);
-      else done.status = reopened.status();
+      if (reopened.ok()) {
+        // Frames of the failed commit may sit in the WAL, read back from a
+        // page cache that a failed fsync marked clean: the new connection
+        // would see them as committed and the idempotent retry would write
+        // (and sync) nothing. A checkpoint copies them into the database
+        // and syncs it, so "committed" is true again before we say so.
+        Status synced = (*reopened)->Checkpoint();
+        if (synced.ok()) {
+          store_ = std::move(*reopened);
+        } else {
+          done.status = synced;
+        }
+      } else {
+        done.status = reopened.status();
+      }
     }
     if (any_batch && store_ != nullptr) {
       auto start = std::chrono::steady_clock::now();

@@ -23,7 +23,7 @@
 // every flush_interval_ms and commits them in loop order, so what survives
 // of an epoch must be a prefix of its commits: acknowledged commits may be
 // lost only from the tail, never counted twice. How old the lost ones may be
-// is checked separately (kBatchedLossWindowMs; that test is mayfail, see it).
+// is checked separately (kBatchedLossWindowMs).
 #include <signal.h>
 #include <time.h>
 
@@ -469,12 +469,13 @@ TEST_CASE(
 // backpressure, so under load a SIGKILL loses commits acknowledged hundreds
 // of ms before it (155-735 ms seen at flush_interval_ms 10 on a loaded 2-vCPU
 // VM; see docs/PERFORMANCE.md, "Crash test"), not one flush interval as
-// `braked --help-config` and DESIGN.md promise. Marked mayfail until the
-// daemon bounds the lag.
+// `braked --help-config` and DESIGN.md promise. Was marked mayfail until the
+// daemon bounded the lag (replies are held while the disk lags more than a
+// flush interval behind).
 TEST_CASE(
     "crash: batched durability loses only commits acknowledged within a "
     "flush interval (plus a group commit) of each kill -9",
-    "[integration][crash][!mayfail]") {
+    "[integration][crash]") {
   CrashOutcome o = RunCrashTest(Mode::kBatched, 20, 3000);
   CheckInvariants(o, 3);
   INFO(o.summary);

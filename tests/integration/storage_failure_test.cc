@@ -269,7 +269,7 @@ int RecoveriesLogged(const Daemon& d) {
 // With `failure_holds`, also checks that no transaction is reported
 // committed while the fault lasts (brake_storage_ok stays 0, no batch
 // counted, no recovery logged); the fsync case leaves that to a test of its
-// own, marked mayfail (a daemon bug, see there).
+// own (a daemon bug it found, since fixed).
 void RunScenario(Daemon& d, Fault& fault, bool failure_holds = true) {
   const std::string user = "alice";
   const std::string task = "t1";
@@ -493,7 +493,7 @@ TEST_CASE(
   RunScenario(r.daemon, f.fault, /*failure_holds=*/false);
 }
 
-// Daemon bug (reported, not fixed here; mayfail until it is): after a
+// Regression test (a daemon bug this test found, since fixed): after a
 // commit whose WAL frames were written but whose fsync failed, the storage
 // thread reopens the database, and the new connection reads those frames as
 // a committed transaction. The retry (the failed batch again, idempotent)
@@ -506,7 +506,7 @@ TEST_CASE(
 TEST_CASE(
     "storage failure: while every fsync fails no transaction is reported "
     "committed",
-    "[integration][storage_failure][!mayfail]") {
+    "[integration][storage_failure]") {
   const std::string strace = FindInPath("strace");
   if (strace.empty()) {
     WARN("strace not installed: fsync-failure case skipped");
@@ -537,7 +537,7 @@ TEST_CASE(
   CHECK(recoveries == 0);
 }
 
-// Daemon bug (reported, not fixed here; mayfail until it is): while storage
+// Regression test (a daemon bug this test found, since fixed): while storage
 // fails, a commit is answered unavailable but kept in memory; the same
 // commit sent again is then answered {"ok":true,"duplicate":true} from
 // memory (a duplicate's reply is treated as a read), acknowledging a commit
@@ -546,7 +546,7 @@ TEST_CASE(
 TEST_CASE(
     "storage failure: a commit repeated while storage fails is not "
     "acknowledged unless it survives kill -9",
-    "[integration][storage_failure][!mayfail]") {
+    "[integration][storage_failure]") {
   RunningDaemon r;
   Daemon& d = r.daemon;
   json second;
