@@ -168,6 +168,7 @@ CtlEnv SystemEnv() {
     return text;
   };
   env.uid = static_cast<unsigned long>(::getuid());
+  env.open_terminal = &OpenStdioTerminal;
   return env;
 }
 
@@ -243,6 +244,22 @@ int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
     if (!IsUsageError(request.status())) return kExitError;
     err << "usage: brakectl " << Synopsis(*command) << '\n';
     return kExitUsage;
+  }
+  if (command->run != nullptr) {
+    RunContext run;
+    run.socket_path = ResolveSocketPath(options.socket, env);
+    run.timeout_ms = options.timeout_ms;
+    run.connect = [&env, &run]() -> Result<std::unique_ptr<Transport>> {
+      if (!env.connect) return Status::Unavailable("no transport");
+      return env.connect(run.socket_path, run.timeout_ms);
+    };
+    run.json = options.json;
+    std::unique_ptr<Terminal> terminal =
+        env.open_terminal ? env.open_terminal() : OpenStdioTerminal();
+    run.terminal = terminal.get();
+    run.out = &out;
+    run.err = &err;
+    return command->run(*request, run);
   }
   (*request)["id"] = kRequestId;
 

@@ -4,19 +4,22 @@
 // Run() parses the global options and the command's words, builds the
 // request from the command table (commands.h), sends it through the
 // Transport that CtlEnv::connect opens, and prints the reply: as tables, or
-// with --json the reply line byte for byte. Diagnostics go to `err`. It
+// with --json the reply line byte for byte; a command with its own loop
+// (`top`) gets a RunContext instead. Diagnostics go to `err`. It
 // returns the process exit code. Everything outside the process (sockets,
 // environment, files) comes in through CtlEnv. One call per thread.
 #pragma once
 
 #include <functional>
 #include <istream>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 
 #include "common/status.h"
 #include "ctl/client.h"
+#include "ctl/terminal.h"
 
 namespace brake::ctl {
 
@@ -35,9 +38,13 @@ struct CtlEnv {
   std::function<Result<std::string>(const std::string& path)> read_file;
   // The real uid, for the default socket path.
   unsigned long uid = 0;
+  // The terminal for `top` (keys, clocks, size); unset: a PosixTerminal on
+  // standard input and output.
+  std::function<std::unique_ptr<Terminal>()> open_terminal;
 };
 
-// The real thing: Unix-socket transport, getenv, files, getuid().
+// The real thing: Unix-socket transport, getenv, files, getuid(), the
+// standard input and output as the terminal.
 CtlEnv SystemEnv();
 
 // The socket brakectl talks to: `flag` when given, else $BRAKE_SOCKET when

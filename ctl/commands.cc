@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "ctl/render.h"
+#include "ctl/top.h"
 
 namespace brake::ctl {
 
@@ -250,7 +251,7 @@ std::vector<CommandSpec> MakeCommands() {
   c.push_back({"breaker list",
                "breaker.list",
                "list breakers that are not closed",
-               true,
+               false,
                {},
                nullptr,
                RenderBreakers});
@@ -287,6 +288,19 @@ std::vector<CommandSpec> MakeCommands() {
                {},
                nullptr,
                RenderMetrics});
+  c.push_back({"top",
+               "metrics",
+               "live view: acquire rates by reason, leases, waiters, spend, "
+               "storage latency, open breakers (q quits)",
+               false,
+               {Flag("--interval-ms", "N", "interval_ms", kCount,
+                     "redraw every N ms (default 1000, 100 to 3600000)"),
+                Flag("--iterations", "N", "iterations", kCount,
+                     "draw N frames, then exit (default: until q or Ctrl-C)")},
+               BuildTop,
+               nullptr,
+               {},
+               RunTop});
   return c;
 }
 

@@ -1,6 +1,8 @@
 // The table of brakectl commands: each names its wire op, its arguments, a
 // one-line summary, how its words become a request and how its reply is
-// shown. Help, argument parsing and dispatch all come from this one table.
+// shown (or, for a command that holds a conversation of its own such as
+// `top`, the function that runs it). Help, argument parsing and dispatch all
+// come from this one table.
 //
 // Building a request is pure apart from BuildContext::read_file (for
 // `policy set --file`); rendering is pure. A usage error is a Status with code
@@ -8,7 +10,9 @@
 // error (exit code 1). Read-only after start; any thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -17,6 +21,8 @@
 
 #include "common/status.h"
 #include "ctl/args.h"
+#include "ctl/client.h"
+#include "ctl/terminal.h"
 
 namespace brake::ctl {
 
@@ -34,6 +40,22 @@ using BuildFn = Status (*)(const ParsedArgs& args, const BuildContext& context,
 using RenderFn = void (*)(const nlohmann::json& request,
                           const nlohmann::json& reply, std::ostream& out);
 
+// What a command that runs its own exchanges gets from the CLI.
+struct RunContext {
+  // Opens a new connection to the daemon (the socket brakectl resolved).
+  std::function<Result<std::unique_ptr<Transport>>()> connect;
+  std::string socket_path;
+  int64_t timeout_ms = 0;  // per exchange
+  bool json = false;       // --json was given
+  Terminal* terminal = nullptr;
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+};
+
+// Runs a command whose `request` holds its converted arguments (it is never
+// sent as is) and returns the exit code.
+using RunFn = int (*)(const nlohmann::json& request, RunContext& context);
+
 struct CommandSpec {
   std::string_view name;      // "policy set": one or two words
   std::string_view op;        // "policy.set"
@@ -43,6 +65,7 @@ struct CommandSpec {
   BuildFn build = nullptr;    // optional extra step after ApplyArgs()
   RenderFn render = nullptr;
   std::string_view synopsis = {};  // overrides the generated one
+  RunFn run = nullptr;  // set: runs instead of one request and its reply
 };
 
 // Every command, in help order.
