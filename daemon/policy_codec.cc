@@ -1,7 +1,9 @@
 #include "daemon/policy_codec.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <set>
+#include <stdexcept>
 
 #include "daemon/breaker_codec.h"
 #include "daemon/json_fields.h"
@@ -328,6 +330,16 @@ Result<Lease> DecodeLease(std::string_view text) {
   if (!j.is_object()) return bad();
   Lease l;
   // The stored form is ours; any mismatch means damage, not user error.
+  // Integers only: a stored 1e19 must not reach get<int64_t>() (an
+  // out-of-range float-to-integer conversion).
+  auto integer = [](const json& v) -> int64_t {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() &&
+         v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+      throw std::out_of_range("not an int64");
+    }
+    return v.get<int64_t>();
+  };
   try {
     l.id = j.at("id").get<std::string>();
     l.user = j.at("user").get<std::string>();
@@ -336,11 +348,11 @@ Result<Lease> DecodeLease(std::string_view text) {
     l.resource = j.at("resource").get<std::string>();
     l.model = j.at("model").get<std::string>();
     l.fingerprint = j.at("fingerprint").get<std::string>();
-    l.requests = j.at("requests").get<int64_t>();
-    l.tokens = j.at("tokens").get<int64_t>();
-    l.usd_nano = j.at("usd_nano").get<int64_t>();
-    l.granted_at_us = j.at("granted_at_us").get<int64_t>();
-    l.expires_at_us = j.at("expires_at_us").get<int64_t>();
+    l.requests = integer(j.at("requests"));
+    l.tokens = integer(j.at("tokens"));
+    l.usd_nano = integer(j.at("usd_nano"));
+    l.granted_at_us = integer(j.at("granted_at_us"));
+    l.expires_at_us = integer(j.at("expires_at_us"));
     l.scopes = j.at("scopes").get<std::vector<std::string>>();
     for (const json& c : j.at("charges")) {
       LeaseCharge charge;
@@ -349,10 +361,10 @@ Result<Lease> DecodeLease(std::string_view text) {
       if (!ParseResource(c.at(2).get<std::string>(), &charge.resource)) {
         return bad();
       }
-      charge.amount = c.at(3).get<int64_t>();
+      charge.amount = integer(c.at(3));
       l.charges.push_back(std::move(charge));
     }
-  } catch (const json::exception&) {
+  } catch (const std::exception&) {  // json::exception or out_of_range
     return bad();
   }
   return l;

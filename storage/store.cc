@@ -341,8 +341,10 @@ Status Store::Impl::LoadInto(Snapshot* out) {
   for (const auto& [sql, reader] : readers) {
     Result<Statement> stmt = Statement::Prepare(db(), sql);
     if (!stmt.ok()) return stmt.status();
-    Status s = stmt->ForEachRow(
-        "load", [&](const Statement& row) { return reader(row, out); });
+    Status s =
+        stmt->ForEachRow("load", [&, &reader = reader](const Statement& row) {
+          return reader(row, out);
+        });
     if (!s.ok()) return s;
   }
   return Status::Ok();

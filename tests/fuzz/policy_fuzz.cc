@@ -1,0 +1,164 @@
+// Fuzz target: the policy codec (ParsePolicy, ParsePolicyText, ParseLimit)
+// and the persisted lease form (DecodeLease) on arbitrary text.
+//
+// Policies arrive from peers (policy.set) and from the config file; leases
+// come back from the database, where damage must read as an error, never as
+// a crash. Checked on every input:
+//   - a policy that parses has a canonical text that re-parses to the same
+//     limits, breaker and text (what policy.get answers and what a restart
+//     reads back); each of its limits re-parses from LimitToJson to itself;
+//     a failure is bad_request with a message;
+//   - ParsePolicyText agrees with ParsePolicy on the parsed text;
+//   - a lease that decodes encodes to text that decodes to the same lease,
+//     and that encoding is stable; one that does not decode is unavailable.
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "budget/lease.h"
+#include "daemon/policy_codec.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace {
+
+using nlohmann::json;
+
+// Returns whether `j` parsed as a policy.
+bool CheckPolicy(const json& j) {
+  auto policy = brake::ParsePolicy(j, "");
+  if (!policy.ok()) {
+    FUZZ_CHECK(policy.status().code() == brake::ErrorCode::kBadRequest,
+               policy.status().ToString());
+    FUZZ_CHECK(!policy.status().message().empty(), "no message");
+    return false;
+  }
+  auto again = brake::ParsePolicyText(policy->json);
+  FUZZ_CHECK(again.ok(), policy->json + ": " + again.status().ToString());
+  FUZZ_CHECK(again->json == policy->json,
+             policy->json + " re-parsed as " + again->json);
+  FUZZ_CHECK(again->limits == policy->limits, policy->json);
+  FUZZ_CHECK(again->breaker_json == policy->breaker_json, policy->json);
+  for (size_t i = 0; i < policy->limits.size(); ++i) {
+    const brake::LimitSpec& spec = policy->limits[i];
+    json limit = brake::LimitToJson(spec);
+    auto back = brake::ParseLimit(limit, "limits[" + std::to_string(i) + "]");
+    FUZZ_CHECK(back.ok(), limit.dump() + ": " + back.status().ToString());
+    FUZZ_CHECK(*back == spec, limit.dump());
+  }
+  return true;
+}
+
+// Finding F1 (docs/FUZZING.md): DecodeLease reads a number that is not an
+// integer (1e19) with get<int64_t>(), an out-of-range float-to-integer
+// conversion, which is undefined behaviour (clang's UBSan stops on it; gcc's
+// -fsanitize=undefined does not check it). Until DecodeLease checks
+// is_number_integer(), a campaign may set BRAKE_FUZZ_SKIP_F1=1 to go on past
+// it; the corpus replay never does, so corpus/policy/f1-lease-float-count
+// reproduces it.
+bool HitsF1(std::string_view text) {
+  static const bool skip = std::getenv("BRAKE_FUZZ_SKIP_F1") != nullptr;
+  if (!skip) return false;
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  for (const char* key :
+       {"requests", "tokens", "usd_nano", "granted_at_us", "expires_at_us"}) {
+    auto it = j.find(key);
+    if (it != j.end() && it->is_number_float()) return true;
+  }
+  auto charges = j.find("charges");
+  if (charges != j.end() && charges->is_array()) {
+    for (const json& c : *charges) {
+      if (c.is_array() && c.size() > 3 && c[3].is_number_float()) return true;
+    }
+  }
+  return false;
+}
+
+// Copying a deeply nested value recurses (nlohmann-json issue #5387), so
+// only shallow inputs are wrapped into a policy. Brackets outside strings.
+bool NestedDeeperThan(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '{' || c == '[') && ++depth > max_depth) {
+      return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+void CheckLease(std::string_view text) {
+  if (HitsF1(text)) return;
+  auto lease = brake::DecodeLease(text);
+  if (!lease.ok()) {
+    FUZZ_CHECK(lease.status().code() == brake::ErrorCode::kUnavailable,
+               lease.status().ToString());
+    return;
+  }
+  const std::string encoded = brake::EncodeLease(*lease);
+  auto again = brake::DecodeLease(encoded);
+  FUZZ_CHECK(again.ok(), "an encoded lease does not decode: " + encoded);
+  FUZZ_CHECK(brake::EncodeLease(*again) == encoded,
+             "lease encoding is not stable: " + encoded);
+  const brake::Lease& a = *lease;
+  const brake::Lease& b = *again;
+  FUZZ_CHECK(a.id == b.id && a.user == b.user && a.task == b.task &&
+                 a.parent == b.parent && a.resource == b.resource &&
+                 a.model == b.model && a.fingerprint == b.fingerprint &&
+                 a.requests == b.requests && a.tokens == b.tokens &&
+                 a.usd_nano == b.usd_nano &&
+                 a.granted_at_us == b.granted_at_us &&
+                 a.expires_at_us == b.expires_at_us && a.scopes == b.scopes &&
+                 a.charges.size() == b.charges.size(),
+             "lease changed in a round trip: " + encoded);
+  for (size_t i = 0; i < a.charges.size(); ++i) {
+    const brake::LeaseCharge& x = a.charges[i];
+    const brake::LeaseCharge& y = b.charges[i];
+    FUZZ_CHECK(x.scope == y.scope && x.limit == y.limit &&
+                   x.resource == y.resource && x.amount == y.amount,
+               "charge changed in a round trip: " + encoded);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto from_text = brake::ParsePolicyText(text);
+  if (j.is_discarded()) {
+    FUZZ_CHECK(!from_text.ok(), "invalid JSON parsed as a policy");
+  } else {
+    FUZZ_CHECK(from_text.ok() == CheckPolicy(j),
+               "ParsePolicyText disagrees with ParsePolicy");
+    // A bare LIMIT, or the LIMITs of an array, as a policy's items.
+    const bool bare_limit = j.is_object() && !j.contains("limits") &&
+                            !j.contains("breaker") && !j.empty();
+    if ((bare_limit || j.is_array()) && !NestedDeeperThan(text, 32)) {
+      json limits = json::array();
+      if (j.is_object()) {
+        limits.push_back(j);
+      } else {
+        limits = j;
+      }
+      json policy = json::object();
+      policy["limits"] = std::move(limits);
+      CheckPolicy(policy);
+    }
+  }
+  CheckLease(text);
+  return 0;
+}

@@ -1,0 +1,502 @@
+// Fuzz target: request lines through the full handler.
+//
+// One input is one connection's worth of bytes: framing as the server does it
+// (split on '\n', a trailing '\r' stripped, blank lines skipped, a line longer
+// than max_line_bytes answered line_too_long and the rest dropped), then JSON
+// decoding, central validation against the ops table and the handlers, over
+// an in-memory Engine behind a Decider (Dispatcher::Handle). No IO, no clock:
+// time comes from the input.
+//
+// Input layout:
+//   byte 0   peer mask: request line i comes from an admin peer (uid 0) when
+//            bit (i % 8) is set, otherwise from uid 1000 (i even, mapped to
+//            users alice and bob by uid_users) or uid 1001 (i odd, mapped to
+//            nobody).
+//   then     lines. A line is a request, except these harness directives
+//            (none of them is valid JSON, so no request is lost):
+//              +N  the clock moves N ms (at most 13 digits) and housekeeping
+//                  runs (lease expiry), as the daemon's timer would
+//              ~   the peers' connections close (their probe slots are freed)
+//                  and new ones open
+//              !   storage state cycles: ok -> failing (fail closed) ->
+//                  failing (fail open) -> ok
+//            Every request moves the clock 137 us: time never goes back.
+//            BRAKE_FUZZ_TRACE=1 in the environment prints each request and
+//            its reply.
+//            A last line without '\n' is incomplete: the server would hold
+//            it, so it is not a request.
+//
+// Each input starts from a fresh Dispatcher and Engine with the policies and
+// prices of a fixed config, so state stays bounded and every run is
+// reproducible from its input alone.
+//
+// Invariants checked after every request (a failure aborts, i.e. is reported
+// as a crash):
+//   - exactly one reply line, or none when the request was deferred (usage);
+//   - the reply is a JSON object with a boolean "ok"; ok:false carries an
+//     error with a known code and a non-empty message; the request's valid
+//     "id" is echoed;
+//   - a refused request (ok:false) changed no engine state;
+//   - admin ops from a non-admin peer are refused with forbidden;
+//   - with uid_users, a non-admin peer never acquires, commits, cancels, reads
+//     status or usage as a user it is not mapped to;
+//   - a granted acquire names an open lease; a denial names a known reason;
+//   - policy.set answers the canonical policy that the engine now holds;
+//   - what the daemon would persist round-trips: every lease row decodes and
+//     re-encodes to the same text, every policy row re-parses to itself.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "budget/engine.h"
+#include "common/records.h"
+#include "daemon/config.h"
+#include "daemon/dispatcher.h"
+#include "daemon/ops.h"
+#include "daemon/policy_codec.h"
+#include "storage/store.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace {
+
+using brake::Config;
+using brake::Dispatcher;
+using brake::Engine;
+using brake::Peer;
+using nlohmann::json;
+
+constexpr int64_t kT0Us = 1'709'287'200'000'000;  // 2024-03-01 10:00:00 UTC
+// Two centuries of run time are plenty; beyond that only overflow is found.
+constexpr int64_t kMaxNowUs = kT0Us + 200LL * 366 * 86'400'000'000;
+constexpr int64_t kRequestStepUs = 137;
+constexpr uint32_t kMappedUid = 1000;    // may act as alice and bob
+constexpr uint32_t kUnmappedUid = 1001;  // may act as nobody
+
+// Policies of every algorithm and breakers with every rule, so that the
+// fuzzer meets limiters and breakers without first having to set them.
+const char kConfigHead[] = R"({
+  "lease_ttl_ms": 60000,
+  "max_line_bytes": 1024,
+  "policies": {
+    "global": {"limits": [
+      {"name": "rps", "resource": "requests", "algorithm": "token_bucket",
+       "rate": 1000, "per_ms": 1000, "burst": 40}]},
+    "user:*": {"limits": [
+      {"name": "daily", "resource": "usd", "algorithm": "quota",
+       "limit": 5, "period": "day"},
+      {"name": "tpm", "resource": "tokens", "algorithm": "sliding_log",
+       "limit": 100000, "window_ms": 60000}]},
+    "user:carol": {"limits": [
+      {"name": "tokens", "resource": "tokens", "algorithm": "token_bucket",
+       "rate": 100, "per_ms": 1000, "burst": 1000, "pay_later": true},
+      {"name": "ramp", "resource": "requests", "algorithm": "warmup",
+       "rate": 50, "per_ms": 1000, "warmup_ms": 10000, "cold_factor": 3},
+      {"name": "shadow", "resource": "requests", "algorithm": "fixed_window",
+       "limit": 1, "window_ms": 1000, "shadow": true}]},
+    "task:*": {
+      "limits": [{"name": "inflight", "resource": "requests",
+                  "algorithm": "concurrency", "limit": 4}],
+      "breaker": {"loop": {"repeats": 3, "window_ms": 60000},
+                  "spend_velocity": {"tokens": 20000, "window_ms": 60000},
+                  "open_ms": 1000, "open_backoff": 2, "max_open_ms": 8000,
+                  "half_open_probes": 2}},
+    "resource:*": {
+      "limits": [{"name": "rpm", "resource": "requests",
+                  "algorithm": "fixed_window", "limit": 20,
+                  "window_ms": 60000}],
+      "breaker": {"errors": {"ratio": 0.5, "min_calls": 4,
+                             "window_ms": 10000},
+                  "slow": {"max_rt_ms": 2000, "ratio": 0.5, "min_calls": 4,
+                           "window_ms": 10000},
+                  "open_ms": 2000, "half_open_probes": 1}},
+    "resource:slow": {
+      "limits": [{"name": "shape", "resource": "requests",
+                  "algorithm": "leaky_bucket", "rate": 10, "per_ms": 1000,
+                  "queue": 5}],
+      "breaker": {"errors": {"ratio": 0.5, "min_calls": 2,
+                             "window_ms": 10000},
+                  "open_ms": 500, "open_backoff": 3, "max_open_ms": 5000,
+                  "half_open_probes": 2}}
+  },
+  "prices": {
+    "gpt-4o": {"input_usd_per_mtok": 2.5, "output_usd_per_mtok": 10},
+    "mini": {"input_usd_per_mtok": 0.15, "output_usd_per_mtok": 0.6}
+  })";
+// Added when the build knows uid_users (it arrived with issue 7's peer
+// credentials); without it the authorization checks are skipped.
+const char kUidUsers[] = R"(, "uid_users": {"1000": ["alice", "bob"]})";
+
+struct Fixture {
+  Config config;
+  bool uid_users = false;
+};
+
+const Fixture& GetFixture() {
+  static const Fixture fixture = [] {
+    Fixture f;
+    auto with = brake::ParseConfig(std::string(kConfigHead) + kUidUsers + "}");
+    if (with.ok()) {
+      f.config = std::move(*with);
+      f.uid_users = true;
+    } else {
+      auto without = brake::ParseConfig(std::string(kConfigHead) + "}");
+      FUZZ_CHECK(without.ok(), without.status().ToString());
+      f.config = std::move(*without);
+    }
+    for (const auto& [scope, policy] : f.config.policies) {
+      auto again = brake::ParsePolicyText(policy.json);
+      FUZZ_CHECK(again.ok() && again->json == policy.json, policy.json);
+    }
+    return f;
+  }();
+  return fixture;
+}
+
+// BRAKE_FUZZ_TRACE=1 prints every request and reply (to read what a corpus
+// file does: request_fuzz_replay FILE).
+bool Trace() {
+  static const bool trace = std::getenv("BRAKE_FUZZ_TRACE") != nullptr;
+  return trace;
+}
+
+bool MayActAs(const Fixture& fx, const Peer& peer, const std::string& user) {
+  if (peer.admin || !fx.uid_users) return true;
+  return peer.uid == kMappedUid && (user == "alice" || user == "bob");
+}
+
+const std::set<std::string>& ErrorCodes() {
+  static const std::set<std::string> codes = {
+      "bad_json",      "bad_request",   "unknown_op",
+      "line_too_long", "unknown_lease", "forbidden",
+      "unavailable",   "internal",      "too_many_connections"};
+  return codes;
+}
+
+const std::set<std::string>& Reasons() {
+  static const std::set<std::string> reasons = {
+      "rate_limited", "quota_exhausted", "cost_cap", "breaker_open",
+      "concurrency",  "queue_full",      "timeout",  "too_large"};
+  return reasons;
+}
+
+// A string field of a parsed request, "" when absent or not a string.
+std::string StringField(const json& request, const char* key) {
+  if (!request.is_object()) return "";
+  auto it = request.find(key);
+  return it != request.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Stands in for the storage worker's usage query: checks what reaches it.
+class FakeDeferred : public brake::DeferredOps {
+ public:
+  explicit FakeDeferred(const Fixture& fx) : fx_(fx) {}
+
+  void Usage(uint64_t conn, json id, brake::UsageQuery query) override {
+    ++calls;
+    FUZZ_CHECK(conn == asking.conn, "usage deferred for another connection");
+    FUZZ_CHECK(id.is_null() || id.is_string() || id.is_number_integer(),
+               id.dump());
+    FUZZ_CHECK(!query.user.empty(), "usage without a user");
+    FUZZ_CHECK(query.by.empty() || query.by == "task" || query.by == "model" ||
+                   query.by == "day",
+               "usage by " + query.by);
+    FUZZ_CHECK(query.since_ms >= 0, std::to_string(query.since_ms));
+    FUZZ_CHECK(
+        MayActAs(fx_, asking, query.user),
+        "uid " + std::to_string(asking.uid) + " read usage of " + query.user);
+  }
+
+  int calls = 0;
+  Peer asking;
+
+ private:
+  const Fixture& fx_;
+};
+
+class Harness {
+ public:
+  explicit Harness(const Fixture& fx)
+      : fx_(fx),
+        config_(fx.config),
+        engine_("L", config_.lease_ttl_ms * 1000),
+        dispatcher_(&engine_, &config_, &stats_),
+        deferred_(fx) {
+    dispatcher_.set_deferred(&deferred_);
+    for (const auto& [scope, policy] : config_.policies) {
+      dispatcher_.decider()->SetPolicy(scope, policy);
+    }
+    for (const auto& [model, price] : config_.prices) {
+      engine_.SetPrice(model, price);
+    }
+    stats_.connections = 3;
+    stats_.connections_total = 3;
+    brake::Batch initial;  // the fixture's rows were checked once, at start
+    engine_.Drain(&initial, brake::EncodeLease);
+    dispatcher_.decider()->Drain(&initial);
+  }
+
+  size_t max_line() const {
+    return static_cast<size_t>(config_.max_line_bytes);
+  }
+
+  void Advance(int64_t ms) {
+    int64_t us =
+        ms > (kMaxNowUs - now_us_) / 1000 ? kMaxNowUs - now_us_ : ms * 1000;
+    now_us_ += us;
+    dispatcher_.decider()->ExpireLeases(now_us_);
+    Persist();
+  }
+
+  void Reconnect() {
+    for (uint64_t c = conn_base_; c < conn_base_ + 3; ++c) {
+      dispatcher_.decider()->DropConnection(c, now_us_);
+    }
+    conn_base_ += 3;
+    stats_.connections_total += 3;
+    Persist();
+  }
+
+  void CycleStorage() {
+    storage_state_ = (storage_state_ + 1) % 3;
+    dispatcher_.set_storage_ok(storage_state_ == 0);
+    config_.fail_open = storage_state_ == 2;  // on_storage_error is reloadable
+  }
+
+  Peer PeerFor(size_t index, uint8_t mask) const {
+    if ((mask >> (index % 8)) & 1) return Peer{0, true, conn_base_};
+    if (index % 2 == 0) return Peer{kMappedUid, false, conn_base_ + 1};
+    return Peer{kUnmappedUid, false, conn_base_ + 2};
+  }
+
+  // The server's answer to an over-long line; the connection then closes.
+  void LineTooLong() {
+    std::string line = Dispatcher::ErrorLine(brake::ErrorCode::kLineTooLong,
+                                             "request: line too long");
+    json reply = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    FUZZ_CHECK(reply.is_object() && reply["ok"] == false &&
+                   reply["error"]["code"] == "line_too_long",
+               line);
+  }
+
+  void Request(const Peer& peer, std::string_view line) {
+    now_us_ = now_us_ + kRequestStepUs > kMaxNowUs ? kMaxNowUs
+                                                   : now_us_ + kRequestStepUs;
+    // What the request is, as far as the checks need to know.
+    const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const std::string op = StringField(request, "op");
+    const std::string lease_id = StringField(request, "lease");
+    std::string lease_user;  // owner of the lease a commit/cancel names
+    if (const brake::Lease* l = engine_.FindLease(lease_id)) {
+      lease_user = l->user;
+    }
+    const uint64_t mutations = engine_.mutations();
+    const size_t open_leases = engine_.open_leases();
+    const int usage_calls = deferred_.calls;
+    deferred_.asking = peer;
+
+    out_.clear();
+    dispatcher_.Handle(peer, line, now_us_, &out_);
+    const std::string context =
+        "request: " + std::string(line) + "\nreply: " + out_;
+    if (Trace()) {
+      std::fprintf(stderr, "%s %u> %.*s\n< %s", peer.admin ? "admin" : "user",
+                   peer.uid, static_cast<int>(line.size()), line.data(),
+                   out_.empty() ? "(deferred)\n" : out_.c_str());
+    }
+
+    if (dispatcher_.TakeDeferred()) {
+      FUZZ_CHECK(out_.empty(),
+                 "a deferred request answered at once\n" + context);
+      FUZZ_CHECK(deferred_.calls == usage_calls + 1, context);
+      FUZZ_CHECK(op == "usage", context);
+      Persist();
+      return;
+    }
+    FUZZ_CHECK(deferred_.calls == usage_calls, context);
+    FUZZ_CHECK(!out_.empty() && out_.back() == '\n' &&
+                   out_.find('\n') == out_.size() - 1,
+               "not exactly one reply line\n" + context);
+    const json reply = json::parse(out_, nullptr, /*allow_exceptions=*/false);
+    FUZZ_CHECK(reply.is_object(), context);
+    FUZZ_CHECK(reply.contains("ok") && reply["ok"].is_boolean(), context);
+    const bool ok = reply["ok"].get<bool>();
+
+    std::string code;
+    if (!ok) {
+      FUZZ_CHECK(reply.contains("error") && reply["error"].is_object(),
+                 context);
+      const json& error = reply["error"];
+      FUZZ_CHECK(error.contains("code") && error["code"].is_string() &&
+                     ErrorCodes().count(error["code"].get<std::string>()),
+                 context);
+      FUZZ_CHECK(error.contains("message") && error["message"].is_string() &&
+                     !error["message"].get<std::string>().empty(),
+                 context);
+      code = error["code"].get<std::string>();
+      FUZZ_CHECK(engine_.mutations() == mutations &&
+                     engine_.open_leases() == open_leases,
+                 "a refused request changed state\n" + context);
+    } else {
+      FUZZ_CHECK(!reply.contains("error"), context);
+      FUZZ_CHECK(request.is_object(), context);
+    }
+
+    if (!request.is_object()) {
+      FUZZ_CHECK(!ok && (code == "bad_json" || code == "bad_request"), context);
+      Persist();
+      return;
+    }
+    // The id is echoed whenever the request got as far as reading it.
+    auto id = request.find("id");
+    const bool id_valid =
+        id != request.end() && (id->is_string() || id->is_number_integer());
+    if (reply.contains("id")) {
+      FUZZ_CHECK(id_valid && reply["id"] == *id, context);
+    } else if (code != "bad_json") {
+      FUZZ_CHECK(!id_valid, "id not echoed\n" + context);
+    }
+    if (code == "bad_json") {  // an object nested too deep: not read at all
+      Persist();
+      return;
+    }
+
+    const Dispatcher::Op* spec = brake::FindOp(op);
+    if (ok) FUZZ_CHECK(spec != nullptr, context);
+    if (spec != nullptr && spec->admin && !peer.admin &&
+        (id == request.end() || id_valid)) {
+      FUZZ_CHECK(code == "forbidden",
+                 "an admin op from a non-admin peer\n" + context);
+    }
+
+    if (ok && op == "acquire") {
+      FUZZ_CHECK(MayActAs(fx_, peer, StringField(request, "user")),
+                 "acquired as an unmapped user\n" + context);
+      FUZZ_CHECK(reply.contains("granted") && reply["granted"].is_boolean(),
+                 context);
+      if (reply["granted"].get<bool>()) {
+        FUZZ_CHECK(reply.contains("lease") && reply["lease"].is_string(),
+                   context);
+        FUZZ_CHECK(
+            engine_.FindLease(reply["lease"].get<std::string>()) != nullptr,
+            "granted lease is not open\n" + context);
+        FUZZ_CHECK(engine_.open_leases() == open_leases + 1, context);
+      } else {
+        FUZZ_CHECK(reply.contains("reason") && reply["reason"].is_string() &&
+                       Reasons().count(reply["reason"].get<std::string>()),
+                   context);
+        FUZZ_CHECK(engine_.open_leases() == open_leases, context);
+        FUZZ_CHECK(reply.contains("retry_after_ms"), context);
+        const json& retry = reply["retry_after_ms"];
+        FUZZ_CHECK(retry.is_null() ||
+                       (retry.is_number_integer() && retry.get<int64_t>() >= 0),
+                   context);
+      }
+    }
+    if (ok && (op == "commit" || op == "cancel") && !lease_user.empty()) {
+      FUZZ_CHECK(MayActAs(fx_, peer, lease_user),
+                 "settled a lease of an unmapped user\n" + context);
+      FUZZ_CHECK(engine_.FindLease(lease_id) == nullptr,
+                 "a settled lease is still open\n" + context);
+    }
+    if (ok && op == "status" && request.contains("user") &&
+        !request["user"].is_null()) {
+      FUZZ_CHECK(MayActAs(fx_, peer, StringField(request, "user")),
+                 "status of an unmapped user\n" + context);
+    }
+    if (ok && op == "policy.set") {
+      const std::string scope = StringField(request, "scope");
+      const brake::Policy* held = engine_.GetPolicy(scope);
+      FUZZ_CHECK(held != nullptr, context);
+      FUZZ_CHECK(
+          reply.contains("policy") && reply["policy"].dump() == held->json,
+          "policy.set answered another policy than it set\n" + context);
+    }
+    Persist();
+  }
+
+ private:
+  // What the daemon would hand to storage after this loop turn must read
+  // back as written.
+  void Persist() {
+    dispatcher_.decider()->TakeLog();
+    if (!engine_.dirty() && !dispatcher_.decider()->dirty()) return;
+    brake::Batch batch;
+    engine_.Drain(&batch, brake::EncodeLease);
+    dispatcher_.decider()->Drain(&batch);
+    for (const brake::LeaseRow& row : batch.leases_put) {
+      auto lease = brake::DecodeLease(row.json);
+      FUZZ_CHECK(lease.ok(), "lease row does not decode: " + row.json);
+      FUZZ_CHECK(lease->id == row.id, row.json);
+      FUZZ_CHECK(brake::EncodeLease(*lease) == row.json,
+                 "lease row does not round-trip: " + row.json);
+    }
+    for (const brake::PolicyRow& row : batch.policies_put) {
+      auto policy = brake::ParsePolicyText(row.json);
+      FUZZ_CHECK(policy.ok(), "policy row does not parse: " + row.json);
+      FUZZ_CHECK(policy->json == row.json,
+                 "policy row does not round-trip: " + row.json);
+    }
+  }
+
+  const Fixture& fx_;
+  Config config_;
+  brake::ServerStats stats_;
+  Engine engine_;
+  Dispatcher dispatcher_;
+  FakeDeferred deferred_;
+  std::string out_;
+  int64_t now_us_ = kT0Us;
+  uint64_t conn_base_ = 1;
+  int storage_state_ = 0;
+};
+
+// "+N": N ms, at most 13 digits; anything after the digits is ignored.
+int64_t ParseAdvanceMs(std::string_view directive) {
+  int64_t ms = 0;
+  for (size_t i = 1; i < directive.size() && i <= 13; ++i) {
+    char c = directive[i];
+    if (c < '0' || c > '9') break;
+    ms = ms * 10 + (c - '0');
+  }
+  return ms;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const Fixture& fx = GetFixture();
+  Harness harness(fx);
+  const uint8_t mask = data[0];
+  std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  size_t index = 0;  // request lines so far
+  while (!rest.empty()) {
+    const size_t nl = rest.find('\n');
+    const bool complete = nl != std::string_view::npos;
+    std::string_view line = rest.substr(0, complete ? nl : rest.size());
+    rest.remove_prefix(complete ? nl + 1 : rest.size());
+    if (line.size() > harness.max_line()) {
+      harness.LineTooLong();
+      break;  // the server closes the connection
+    }
+    if (!complete) break;  // held until its '\n' arrives
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (line[0] == '+') {
+      harness.Advance(ParseAdvanceMs(line));
+    } else if (line == "~") {
+      harness.Reconnect();
+    } else if (line == "!") {
+      harness.CycleStorage();
+    } else {
+      harness.Request(harness.PeerFor(index, mask), line);
+      ++index;
+    }
+  }
+  return 0;
+}
