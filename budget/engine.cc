@@ -1,4 +1,5 @@
 #include "budget/engine.h"
+#include "budget/limiter_key.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,17 +8,7 @@
 namespace brake {
 namespace {
 
-constexpr char kKeySep = '\x1f';
 constexpr size_t kMaxTaskDepth = 32;
-
-std::string LimiterKey(std::string_view scope, std::string_view name) {
-  std::string key;
-  key.reserve(scope.size() + name.size() + 1);
-  key.append(scope);
-  key.push_back(kKeySep);
-  key.append(name);
-  return key;
-}
 
 // "user:alice" -> "user:*"; "global" -> "".
 std::string DefaultScopeOf(const std::string& scope) {
@@ -518,7 +509,7 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
   ++mutations_;
   // A `*` scope resets every subject of its kind.
   std::string prefix = IsWildcard(scope) ? scope.substr(0, scope.size() - 1)
-                                         : scope + kKeySep;
+                                         : scope + kLimiterKeySep;
   for (auto& [key, limiter] : limiters_) {
     if (key.rfind(prefix, 0) != 0) continue;
     limiter->Reset(now_us);
@@ -548,120 +539,6 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
       ++it;
     }
   }
-}
-
-void Engine::RestoreTask(const TaskRow& row) {
-  tasks_[row.task] = TaskInfo{row.user, row.parent, row.created_ms};
-}
-
-void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {
-  const Policy* policy = PolicyFor(row.scope);
-  if (policy == nullptr) return;
-  for (const LimitSpec& spec : policy->limits) {
-    if (spec.name != row.name || AlgorithmName(spec.algorithm) != row.algorithm)
-      continue;
-    Limiter* l = Instance(row.scope, spec, now_us, /*create=*/true);
-    if (!l->RestoreState(row.state)) l->Reset(now_us);
-    return;
-  }
-}
-
-void Engine::RestoreSpend(const SpendRow& row) {
-  spend_[row.scope] = Totals{row.requests, row.tokens, row.usd_nano};
-}
-
-void Engine::RestoreLease(Lease lease, int64_t now_us) {
-  Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
-  for (const std::string& scope : lease.scopes)
-    AddTotals(reserved_, scope, reserved, 1);
-  // Concurrency counts are derived from open leases, not persisted: a
-  // concurrency limiter without a stored row is made from its policy.
-  for (const LeaseCharge& c : lease.charges) {
-    Limiter* l = nullptr;
-    if (auto it = limiters_.find(LimiterKey(c.scope, c.limit));
-        it != limiters_.end()) {
-      l = it->second.get();
-    } else if (const Policy* policy = PolicyFor(c.scope)) {
-      for (const LimitSpec& spec : policy->limits) {
-        if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
-          l = Instance(c.scope, spec, now_us, /*create=*/true);
-        }
-      }
-    }
-    if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
-      l->Charge(c.amount, now_us);
-    }
-  }
-  // Lease ids of an earlier run carry its prefix, so they never collide.
-  expiry_.emplace(lease.expires_at_us, lease.id);
-  leases_.emplace(lease.id, std::move(lease));
-}
-
-bool Engine::Drain(Batch* batch,
-                   const std::function<std::string(const Lease&)>& encode) {
-  bool any = false;
-  for (const std::string& scope : dirty_policies_) {
-    any = true;
-    if (const Policy* p = GetPolicy(scope)) {
-      batch->policies_put.push_back(PolicyRow{scope, p->json});
-    } else {
-      batch->policies_deleted.push_back(scope);
-    }
-  }
-  for (const std::string& model : dirty_prices_) {
-    any = true;
-    const Price& p = prices_.at(model);
-    batch->prices_put.push_back(
-        PriceRow{model, p.input_nano_per_mtok, p.output_nano_per_mtok});
-  }
-  for (const std::string& task : dirty_tasks_) {
-    any = true;
-    const TaskInfo& t = tasks_.at(task);
-    batch->tasks_put.push_back(TaskRow{task, t.user, t.parent, t.created_ms});
-  }
-  for (const std::string& key : dirty_limiters_) {
-    auto it = limiters_.find(key);
-    if (it == limiters_.end()) continue;
-    any = true;
-    size_t sep = key.find(kKeySep);
-    const Limiter& l = *it->second;
-    batch->limiters_put.push_back(
-        LimiterRow{key.substr(0, sep), key.substr(sep + 1),
-                   std::string(AlgorithmName(l.spec().algorithm)),
-                   l.SaveState()});
-  }
-  for (const std::string& scope : dirty_spend_) {
-    any = true;
-    auto it = spend_.find(scope);
-    if (it == spend_.end()) {
-      batch->spend_deleted.push_back(scope);
-    } else {
-      batch->spend_put.push_back(SpendRow{scope, it->second.requests,
-                                          it->second.tokens,
-                                          it->second.usd_nano});
-    }
-  }
-  for (const std::string& id : dirty_leases_) {
-    any = true;
-    auto it = leases_.find(id);
-    if (it == leases_.end()) {
-      batch->leases_deleted.push_back(id);
-    } else {
-      batch->leases_put.push_back(LeaseRow{id, encode(it->second)});
-    }
-  }
-  for (LedgerRow& row : ledger_) {
-    any = true;
-    batch->ledger_append.push_back(std::move(row));
-  }
-  dirty_policies_.clear();
-  dirty_prices_.clear();
-  dirty_tasks_.clear();
-  dirty_limiters_.clear();
-  dirty_spend_.clear();
-  dirty_leases_.clear();
-  ledger_.clear();
-  return any;
 }
 
 }  // namespace brake

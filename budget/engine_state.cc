@@ -1,0 +1,124 @@
+// Engine persistence: restoring state loaded at startup and draining the
+// changes made since the last batch. Split from engine.cc; same class.
+#include <utility>
+
+#include "budget/engine.h"
+#include "budget/limiter_key.h"
+
+namespace brake {
+
+void Engine::RestoreTask(const TaskRow& row) {
+  tasks_[row.task] = TaskInfo{row.user, row.parent, row.created_ms};
+}
+
+void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {
+  const Policy* policy = PolicyFor(row.scope);
+  if (policy == nullptr) return;
+  for (const LimitSpec& spec : policy->limits) {
+    if (spec.name != row.name || AlgorithmName(spec.algorithm) != row.algorithm)
+      continue;
+    Limiter* l = Instance(row.scope, spec, now_us, /*create=*/true);
+    if (!l->RestoreState(row.state)) l->Reset(now_us);
+    return;
+  }
+}
+
+void Engine::RestoreSpend(const SpendRow& row) {
+  spend_[row.scope] = Totals{row.requests, row.tokens, row.usd_nano};
+}
+
+void Engine::RestoreLease(Lease lease, int64_t now_us) {
+  Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
+  for (const std::string& scope : lease.scopes)
+    AddTotals(reserved_, scope, reserved, 1);
+  // Concurrency counts are derived from open leases, not persisted: a
+  // concurrency limiter without a stored row is made from its policy.
+  for (const LeaseCharge& c : lease.charges) {
+    Limiter* l = nullptr;
+    if (auto it = limiters_.find(LimiterKey(c.scope, c.limit));
+        it != limiters_.end()) {
+      l = it->second.get();
+    } else if (const Policy* policy = PolicyFor(c.scope)) {
+      for (const LimitSpec& spec : policy->limits) {
+        if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
+          l = Instance(c.scope, spec, now_us, /*create=*/true);
+        }
+      }
+    }
+    if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
+      l->Charge(c.amount, now_us);
+    }
+  }
+  // Lease ids of an earlier run carry its prefix, so they never collide.
+  expiry_.emplace(lease.expires_at_us, lease.id);
+  leases_.emplace(lease.id, std::move(lease));
+}
+
+bool Engine::Drain(Batch* batch,
+                   const std::function<std::string(const Lease&)>& encode) {
+  bool any = false;
+  for (const std::string& scope : dirty_policies_) {
+    any = true;
+    if (const Policy* p = GetPolicy(scope)) {
+      batch->policies_put.push_back(PolicyRow{scope, p->json});
+    } else {
+      batch->policies_deleted.push_back(scope);
+    }
+  }
+  for (const std::string& model : dirty_prices_) {
+    any = true;
+    const Price& p = prices_.at(model);
+    batch->prices_put.push_back(
+        PriceRow{model, p.input_nano_per_mtok, p.output_nano_per_mtok});
+  }
+  for (const std::string& task : dirty_tasks_) {
+    any = true;
+    const TaskInfo& t = tasks_.at(task);
+    batch->tasks_put.push_back(TaskRow{task, t.user, t.parent, t.created_ms});
+  }
+  for (const std::string& key : dirty_limiters_) {
+    auto it = limiters_.find(key);
+    if (it == limiters_.end()) continue;
+    any = true;
+    size_t sep = key.find(kLimiterKeySep);
+    const Limiter& l = *it->second;
+    batch->limiters_put.push_back(
+        LimiterRow{key.substr(0, sep), key.substr(sep + 1),
+                   std::string(AlgorithmName(l.spec().algorithm)),
+                   l.SaveState()});
+  }
+  for (const std::string& scope : dirty_spend_) {
+    any = true;
+    auto it = spend_.find(scope);
+    if (it == spend_.end()) {
+      batch->spend_deleted.push_back(scope);
+    } else {
+      batch->spend_put.push_back(SpendRow{scope, it->second.requests,
+                                          it->second.tokens,
+                                          it->second.usd_nano});
+    }
+  }
+  for (const std::string& id : dirty_leases_) {
+    any = true;
+    auto it = leases_.find(id);
+    if (it == leases_.end()) {
+      batch->leases_deleted.push_back(id);
+    } else {
+      batch->leases_put.push_back(LeaseRow{id, encode(it->second)});
+    }
+  }
+  for (LedgerRow& row : ledger_) {
+    any = true;
+    batch->ledger_append.push_back(std::move(row));
+  }
+  dirty_policies_.clear();
+  dirty_prices_.clear();
+  dirty_tasks_.clear();
+  dirty_limiters_.clear();
+  dirty_spend_.clear();
+  dirty_leases_.clear();
+  ledger_.clear();
+  return any;
+}
+
+}  // namespace brake
