@@ -50,32 +50,6 @@ bool CheckPolicy(const json& j) {
   return true;
 }
 
-// Finding F1 (docs/FUZZING.md): DecodeLease reads a number that is not an
-// integer (1e19) with get<int64_t>(), an out-of-range float-to-integer
-// conversion, which is undefined behaviour (clang's UBSan stops on it; gcc's
-// -fsanitize=undefined does not check it). Until DecodeLease checks
-// is_number_integer(), a campaign may set BRAKE_FUZZ_SKIP_F1=1 to go on past
-// it; the corpus replay never does, so corpus/policy/f1-lease-float-count
-// reproduces it.
-bool HitsF1(std::string_view text) {
-  static const bool skip = std::getenv("BRAKE_FUZZ_SKIP_F1") != nullptr;
-  if (!skip) return false;
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return false;
-  for (const char* key :
-       {"requests", "tokens", "usd_nano", "granted_at_us", "expires_at_us"}) {
-    auto it = j.find(key);
-    if (it != j.end() && it->is_number_float()) return true;
-  }
-  auto charges = j.find("charges");
-  if (charges != j.end() && charges->is_array()) {
-    for (const json& c : *charges) {
-      if (c.is_array() && c.size() > 3 && c[3].is_number_float()) return true;
-    }
-  }
-  return false;
-}
-
 // Copying a deeply nested value recurses (nlohmann-json issue #5387), so
 // only shallow inputs are wrapped into a policy. Brackets outside strings.
 bool NestedDeeperThan(std::string_view text, int max_depth) {
@@ -101,7 +75,6 @@ bool NestedDeeperThan(std::string_view text, int max_depth) {
 }
 
 void CheckLease(std::string_view text) {
-  if (HitsF1(text)) return;
   auto lease = brake::DecodeLease(text);
   if (!lease.ok()) {
     FUZZ_CHECK(lease.status().code() == brake::ErrorCode::kUnavailable,
