@@ -284,6 +284,13 @@ struct OpHandlers {
 
   static Status BreakerTrip(OpContext& ctx) {
     std::string scope = Str(ctx.request, "scope");
+    if (scope.size() > 2 && scope.compare(scope.size() - 2, 2, ":*") == 0) {
+      // Acquires consult concrete scopes; a breaker on "user:*" itself
+      // would never be asked, so refuse rather than pretend.
+      return Status::BadRequest(
+          "scope: trip a concrete scope (global, user:NAME, task:NAME, "
+          "resource:NAME), not a default");
+    }
     ctx.dispatcher->decider_.Trip(scope, Int(ctx.request, "open_ms", 0),
                                   ctx.now_us);
     (*ctx.reply)["breakers"] = BreakersJson(
