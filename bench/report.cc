@@ -133,27 +133,57 @@ nlohmann::json Ratio(double brake, double echo) {
   return std::round(brake / echo * 1000) / 1000;
 }
 
+// The figures both reports derive from a run, computed in one place.
+struct Derived {
+  Spread per_conn;
+  Spread per_task;
+  std::optional<double> share;
+  std::optional<Spacing> spacing;
+  RollingMax rolling;
+  RollingMax certain;
+  AlignedMax aligned_certain;
+  AlignedMax aligned_received;
+  std::vector<uint64_t> per_second;
+  uint64_t timeline_total = 0;
+};
+
+Derived Derive(const RunReport& run) {
+  const LoadConfig& c = run.config;
+  const LoadResult& r = run.result;
+  Derived d;
+  d.per_conn = MinMax(r.grants_per_connection);
+  d.per_task = MinMax(GrantsPerTask(run));
+  d.share = ShareRatio(d.per_task);
+  if (r.grant_times_recorded) d.spacing = GrantSpacing(r.grant_times_us);
+  d.rolling = MaxRollingGrants(r.grants_per_ms, 1000);
+  d.certain = MaxCertainGrants(r.grants_per_ms, r.grant_sends_per_ms,
+                               r.grants_sent_before, 1000);
+  d.aligned_certain = MaxAlignedGrants(r.aligned_certain,
+                                       r.aligned_first_window, c.window_ms);
+  d.aligned_received = MaxAlignedGrants(r.aligned_received,
+                                        r.aligned_first_window, c.window_ms);
+  d.per_second = GrantsPerSecond(r.grants_per_ms);
+  for (uint64_t n : d.per_second) d.timeline_total += n;
+  return d;
+}
+
 }  // namespace
 
 nlohmann::json ReportJson(const RunReport& run) {
   const LoadConfig& c = run.config;
   const LoadResult& r = run.result;
   const double secs = r.measured_seconds;
-  const Spread per_conn = MinMax(r.grants_per_connection);
-  const Spread per_task = MinMax(GrantsPerTask(run));
-  const std::optional<double> share = ShareRatio(per_task);
-  const std::optional<Spacing> spacing =
-      r.grant_times_recorded ? GrantSpacing(r.grant_times_us) : std::nullopt;
-  const RollingMax rolling = MaxRollingGrants(r.grants_per_ms, 1000);
-  const RollingMax certain = MaxCertainGrants(
-      r.grants_per_ms, r.grant_sends_per_ms, r.grants_sent_before, 1000);
-  const AlignedMax aligned_certain = MaxAlignedGrants(
-      r.aligned_certain, r.aligned_first_window, c.window_ms);
-  const AlignedMax aligned_received = MaxAlignedGrants(
-      r.aligned_received, r.aligned_first_window, c.window_ms);
-  const std::vector<uint64_t> per_second = GrantsPerSecond(r.grants_per_ms);
-  uint64_t timeline_total = 0;
-  for (uint64_t n : per_second) timeline_total += n;
+  const Derived d = Derive(run);
+  const Spread& per_conn = d.per_conn;
+  const Spread& per_task = d.per_task;
+  const std::optional<double>& share = d.share;
+  const std::optional<Spacing>& spacing = d.spacing;
+  const RollingMax& rolling = d.rolling;
+  const RollingMax& certain = d.certain;
+  const AlignedMax& aligned_certain = d.aligned_certain;
+  const AlignedMax& aligned_received = d.aligned_received;
+  const std::vector<uint64_t>& per_second = d.per_second;
+  const uint64_t timeline_total = d.timeline_total;
 
   nlohmann::json j = {
       {"target", run.target},
@@ -234,21 +264,17 @@ std::string ReportText(const RunReport& run) {
   const LoadResult& r = run.result;
   const double secs = r.measured_seconds;
   const LatencyHistogram& h = r.latency;
-  const Spread per_conn = MinMax(r.grants_per_connection);
-  const Spread per_task = MinMax(GrantsPerTask(run));
-  const std::optional<double> share = ShareRatio(per_task);
-  const std::optional<Spacing> spacing =
-      r.grant_times_recorded ? GrantSpacing(r.grant_times_us) : std::nullopt;
-  const RollingMax rolling = MaxRollingGrants(r.grants_per_ms, 1000);
-  const RollingMax certain = MaxCertainGrants(
-      r.grants_per_ms, r.grant_sends_per_ms, r.grants_sent_before, 1000);
-  const AlignedMax aligned_certain = MaxAlignedGrants(
-      r.aligned_certain, r.aligned_first_window, c.window_ms);
-  const AlignedMax aligned_received = MaxAlignedGrants(
-      r.aligned_received, r.aligned_first_window, c.window_ms);
-  const std::vector<uint64_t> per_second = GrantsPerSecond(r.grants_per_ms);
-  uint64_t timeline_total = 0;
-  for (uint64_t n : per_second) timeline_total += n;
+  const Derived d = Derive(run);
+  const Spread& per_conn = d.per_conn;
+  const Spread& per_task = d.per_task;
+  const std::optional<double>& share = d.share;
+  const std::optional<Spacing>& spacing = d.spacing;
+  const RollingMax& rolling = d.rolling;
+  const RollingMax& certain = d.certain;
+  const AlignedMax& aligned_certain = d.aligned_certain;
+  const AlignedMax& aligned_received = d.aligned_received;
+  const std::vector<uint64_t>& per_second = d.per_second;
+  const uint64_t timeline_total = d.timeline_total;
 
   std::string s;
   auto line = [&s](std::string_view label, const std::string& value) {
