@@ -120,7 +120,8 @@ const Policy* Engine::PolicyFor(const std::string& scope) const {
 }
 
 Status Engine::SubjectScopes(const AcquireRequest& req,
-                             std::vector<std::string>* scopes) const {
+                             std::vector<std::string>* scopes,
+                             std::string* unknown_parent) const {
   scopes->clear();
   scopes->push_back("global");
   scopes->push_back("user:" + req.user);
@@ -139,7 +140,10 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
     }
     scopes->push_back("task:" + parent);
     auto it = tasks_.find(parent);
-    if (it == tasks_.end()) break;
+    if (it == tasks_.end()) {
+      if (unknown_parent != nullptr) *unknown_parent = parent;
+      break;
+    }
     parent = it->second.parent;
   }
   if (!req.resource.empty()) scopes->push_back("resource:" + req.resource);
@@ -198,6 +202,10 @@ void Engine::CollectLimits(const std::vector<std::string>& scopes,
 
 Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
                                        int64_t now_us) {
+  if (std::vector<std::string> missing = MissingFor(req); !missing.empty()) {
+    return Status::Unavailable("subject: " + missing.front() +
+                               " is not in memory; load it first");
+  }
   auto task_it = tasks_.find(req.task);
   const bool new_task = task_it == tasks_.end();
   if (!new_task && task_it->second.user != req.user) {
@@ -236,6 +244,7 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
 
   std::vector<std::string> scopes;
   if (Status s = SubjectScopes(req, &scopes); !s.ok()) return s;
+  for (const std::string& scope : scopes) Touch(scope, now_us, 0);
   std::vector<Applied> applied;
   CollectLimits(scopes, now_us, &applied, /*create=*/true);
 
@@ -296,7 +305,10 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
       *slot = u.remaining;
     }
   }
-  for (const std::string& scope : scopes) AddTotals(reserved_, scope, want, 1);
+  for (const std::string& scope : scopes) {
+    AddTotals(reserved_, scope, want, 1);
+    Touch(scope, now_us, 1);
+  }
   if (new_task) {
     tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000};
     dirty_tasks_.insert(req.task);
@@ -337,6 +349,7 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
     dirty_limiters_.insert(key);
   }
   for (const std::string& scope : lease.scopes) {
+    Touch(scope, now_us, -1);
     AddTotals(reserved_, scope, reserved, -1);
     if (actual.requests || actual.tokens || actual.usd_nano) {
       AddTotals(spend_, scope, actual, 1);
@@ -507,6 +520,18 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
 
 void Engine::Reset(const std::string& scope, int64_t now_us) {
   ++mutations_;
+  // A reset is a use: the subjects it changes stay in memory until stored.
+  if (IsWildcard(scope)) {
+    // Subjects not in memory are reset where they are stored.
+    ++kind_resets_;
+    dirty_kind_resets_.push_back(scope);
+    const std::string kind = scope.substr(0, scope.size() - 1);
+    for (auto& [name, subject] : subjects_) {
+      if (name.rfind(kind, 0) == 0) subject.used_us = now_us;
+    }
+  } else {
+    Touch(scope, now_us, 0);
+  }
   // A `*` scope resets every subject of its kind.
   std::string prefix = IsWildcard(scope) ? scope.substr(0, scope.size() - 1)
                                          : scope + kLimiterKeySep;

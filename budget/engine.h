@@ -29,6 +29,7 @@
 #include "budget/limit_spec.h"
 #include "budget/limiter.h"
 #include "budget/pricing.h"
+#include "budget/scope_filter.h"
 #include "common/records.h"
 #include "common/status.h"
 
@@ -200,10 +201,40 @@ class Engine {
   // of that kind).
   void Reset(const std::string& scope, int64_t now_us);
 
-  // Restoring persisted state, after the policies are set.
-  void RestoreTask(const TaskRow& row);
-  void RestoreLimiter(const LimiterRow& row, int64_t now_us);
-  void RestoreSpend(const SpendRow& row);
+  // --- Residency: idle subjects leave memory and come back on demand ---
+  // A subject (a concrete "user:", "task:" or "resource:" scope) is in
+  // memory from its first use until EvictIdle drops it; stored subjects come
+  // back through RestoreSubjects. Acquire refuses (kUnavailable) to decide
+  // on a subject that may be stored but is not in memory: the daemon asks
+  // MissingFor first and loads what it names.
+  //
+  // The scopes `request` needs loaded first (its user, task, resource, and
+  // the first ancestor not in memory); empty when it can be decided now.
+  std::vector<std::string> MissingFor(const AcquireRequest& request) const;
+  // The same for `status` or `reset` of one concrete scope.
+  std::vector<std::string> MissingForScope(const std::string& scope) const;
+  // Installs loaded rows. Scopes already in memory keep their (newer) state;
+  // every scope of `rows.scopes` is in memory afterwards.
+  void RestoreSubjects(const SubjectRows& rows, int64_t now_us);
+  // Marks a scope as possibly stored (the daemon's startup scan); `expected`
+  // sizes the filter first.
+  void ExpectStored(size_t expected) { stored_ = ScopeFilter(expected); }
+  void NoteStored(std::string_view scope) { stored_.Add(scope); }
+  // Examines up to `max_scan` buckets of subjects, continuing where the last
+  // call stopped, and evicts those unused since before now_us - idle_us that
+  // hold no open lease and have no change waiting for Drain. Their stored
+  // rows are then current once every drained batch has committed: the
+  // caller evicts only when storage has caught up. Returns how many.
+  size_t EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan);
+  size_t resident_subjects() const { return subjects_.size(); }
+  uint64_t evictions() const { return evictions_; }
+  // Counts resets of a whole kind ("user:*"): subject rows read before one
+  // may predate it and must be read again.
+  uint64_t kind_resets() const { return kind_resets_; }
+  bool kind_reset_pending() const { return !dirty_kind_resets_.empty(); }
+
+  // Restoring persisted state, after the policies are set. The subjects of
+  // an open lease must be in memory (RestoreSubjects) before it.
   void RestoreLease(Lease lease, int64_t now_us);
 
   // Moves every change since the last Drain into `batch`; leases are
@@ -215,7 +246,8 @@ class Engine {
   bool dirty() const {
     return !dirty_policies_.empty() || !dirty_prices_.empty() ||
            !dirty_tasks_.empty() || !dirty_limiters_.empty() ||
-           !dirty_spend_.empty() || !dirty_leases_.empty() || !ledger_.empty();
+           !dirty_spend_.empty() || !dirty_leases_.empty() ||
+           !dirty_kind_resets_.empty() || !ledger_.empty();
   }
   size_t open_leases() const { return leases_.size(); }
   size_t task_count() const { return tasks_.size(); }
@@ -225,6 +257,10 @@ class Engine {
     std::string user;
     std::string parent;
     int64_t created_ms = 0;
+  };
+  struct Subject {  // a subject in memory
+    int64_t used_us = 0;  // last acquire, settlement or load
+    int32_t leases = 0;   // open leases naming it: not evictable
   };
   struct Applied {  // one limit that applies to a request
     std::string scope;
@@ -236,9 +272,21 @@ class Engine {
   // The policy that governs a concrete subject scope: its own, else the
   // default of its kind.
   const Policy* PolicyFor(const std::string& scope) const;
-  // The concrete subject scopes of a request, most general first.
+  // The concrete subject scopes of a request, most general first. The walk
+  // up the task tree stops at the first task not in memory; its name goes
+  // to `unknown_parent` when given.
   Status SubjectScopes(const AcquireRequest& request,
-                       std::vector<std::string>* scopes) const;
+                       std::vector<std::string>* scopes,
+                       std::string* unknown_parent = nullptr) const;
+  bool NeedsLoad(const std::string& scope) const;
+  // Marks `scope` used now; `leases` is added to its open-lease count.
+  void Touch(const std::string& scope, int64_t now_us, int leases);
+  bool Evictable(const std::string& scope, const Subject& s,
+                 int64_t cutoff_us) const;
+  void Evict(const std::string& scope);
+  void RestoreTask(const TaskRow& row);
+  void RestoreLimiter(const LimiterRow& row, int64_t now_us);
+  void RestoreSpend(const SpendRow& row);
   Limiter* Instance(const std::string& scope, const LimitSpec& spec,
                     int64_t now_us, bool create);
   void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
@@ -267,6 +315,12 @@ class Engine {
   std::unordered_map<std::string, std::pair<Settlement, int64_t>> settled_;
   std::multimap<int64_t, std::string> settled_order_;
 
+  std::unordered_map<std::string, Subject> subjects_;
+  ScopeFilter stored_;
+  size_t evict_cursor_ = 0;
+  uint64_t evictions_ = 0;
+  uint64_t kind_resets_ = 0;
+
   // Dirty marks, drained into storage batches.
   std::set<std::string> dirty_policies_;
   std::set<std::string> dirty_prices_;
@@ -274,6 +328,7 @@ class Engine {
   std::set<std::string> dirty_limiters_;
   std::set<std::string> dirty_spend_;
   std::set<std::string> dirty_leases_;
+  std::vector<std::string> dirty_kind_resets_;  // "user:*": stored rows go
   std::vector<LedgerRow> ledger_;
 };
 

@@ -29,8 +29,10 @@ void Engine::RestoreSpend(const SpendRow& row) {
 
 void Engine::RestoreLease(Lease lease, int64_t now_us) {
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
-  for (const std::string& scope : lease.scopes)
+  for (const std::string& scope : lease.scopes) {
     AddTotals(reserved_, scope, reserved, 1);
+    Touch(scope, now_us, 1);
+  }
   // Concurrency counts are derived from open leases, not persisted: a
   // concurrency limiter without a stored row is made from its policy.
   for (const LeaseCharge& c : lease.charges) {
@@ -57,6 +59,13 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
 bool Engine::Drain(Batch* batch,
                    const std::function<std::string(const Lease&)>& encode) {
   bool any = false;
+  // First: a kind's stored rows go before this batch's puts of its subjects
+  // in memory (the store runs deletes before puts).
+  for (const std::string& kind : dirty_kind_resets_) {
+    any = true;
+    batch->limiter_scopes_deleted.push_back(kind);
+    batch->spend_deleted.push_back(kind);
+  }
   for (const std::string& scope : dirty_policies_) {
     any = true;
     if (const Policy* p = GetPolicy(scope)) {
@@ -117,6 +126,7 @@ bool Engine::Drain(Batch* batch,
   dirty_limiters_.clear();
   dirty_spend_.clear();
   dirty_leases_.clear();
+  dirty_kind_resets_.clear();
   ledger_.clear();
   return any;
 }

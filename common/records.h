@@ -84,10 +84,11 @@ struct Batch {
   std::vector<std::string> policies_deleted;  // scopes
   std::vector<TaskRow> tasks_put;
   std::vector<LimiterRow> limiters_put;
-  // Deletes every limiter row of a scope (reset, policy change).
+  // Deletes every limiter row of a scope (reset, policy change); "KIND:*"
+  // deletes those of every subject of that kind.
   std::vector<std::string> limiter_scopes_deleted;
   std::vector<SpendRow> spend_put;
-  std::vector<std::string> spend_deleted;  // scopes
+  std::vector<std::string> spend_deleted;  // scopes; "KIND:*" as above
   std::vector<LeaseRow> leases_put;
   std::vector<std::string> leases_deleted;  // lease ids
   std::vector<BreakerRow> breakers_put;
@@ -99,6 +100,16 @@ struct Batch {
   // Appends `other`'s changes after this one's (used to merge batches that
   // wait behind a commit in progress).
   void Append(Batch&& other);
+};
+
+// The stored state of some subjects, loaded on demand (Store::LoadSubjects):
+// `scopes` lists every scope looked up (those asked for and the ancestors of
+// tasks among them), found or not; the rows are what exists of them.
+struct SubjectRows {
+  std::vector<std::string> scopes;
+  std::vector<TaskRow> tasks;
+  std::vector<LimiterRow> limiters;
+  std::vector<SpendRow> spend;
 };
 
 // Everything persisted, as loaded at startup.

@@ -114,6 +114,10 @@ const std::vector<Setting>& Settings() {
       INT_SETTING(partial_line_timeout_ms, 100, 3600000, 10000, true,
                   "a connection holding an incomplete request line longer "
                   "than this is closed (slowloris)"),
+      INT_SETTING(subject_idle_ms, 0, 2592000000, 3600000, true,
+                  "a subject unused this long leaves memory (its state "
+                  "stays stored and is loaded on its next use); 0 keeps "
+                  "every subject in memory"),
       Setting{"uid_users", "object uid -> [user...]", "{}", true,
               "restricts a peer uid to acting as the listed users; uids "
               "not listed may act as nobody (admins are unrestricted)",

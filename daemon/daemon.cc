@@ -2,9 +2,12 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "daemon/json_fields.h"
 #include "daemon/log.h"
@@ -15,6 +18,9 @@ namespace brake {
 namespace {
 
 constexpr uint64_t kHousekeepingMs = 100;
+// Subject buckets examined for eviction per housekeeping tick: a million
+// subjects are swept in about 25 s, a few hundred microseconds per tick.
+constexpr size_t kEvictScanPerTick = 4096;
 
 // Lease ids carry a random prefix per run, so ids of leases restored from an
 // earlier run never collide with new ones.
@@ -57,14 +63,16 @@ Status Daemon::Start() {
 
   auto store = Store::Open(options_.db_path);
   if (!store.ok()) return store.status();
-  auto snapshot = (*store)->Load();
+  // Subjects (tasks, limiter states, spend) stay on disk until used.
+  auto snapshot = (*store)->Load(Store::LoadWhat::kWithoutSubjects);
   if (!snapshot.ok()) return snapshot.status();
-  if (Status s = Restore(*snapshot); !s.ok()) return s;
+  if (Status s = Restore(*snapshot, **store); !s.ok()) return s;
   ApplyConfig(config_, nullptr);
   Log(LogLevel::kInfo,
-      "database %s: %zu policies, %zu tasks, %zu open leases restored",
+      "database %s: %zu policies, %zu open leases restored, %zu subjects "
+      "in memory, the rest loaded when used",
       options_.db_path.c_str(), snapshot->policies.size(),
-      snapshot->tasks.size(), snapshot->leases.size());
+      snapshot->leases.size(), engine_->resident_subjects());
 
   worker_ = std::make_unique<StorageWorker>(
       &loop_, std::move(*store),
@@ -157,7 +165,7 @@ Status Daemon::Start() {
   return Status::Ok();
 }
 
-Status Daemon::Restore(const Snapshot& snapshot) {
+Status Daemon::Restore(const Snapshot& snapshot, Store& store) {
   for (const PolicyRow& row : snapshot.policies) {
     auto policy = ParsePolicyText(row.json);
     if (!policy.ok()) {
@@ -171,16 +179,29 @@ Status Daemon::Restore(const Snapshot& snapshot) {
                       Price{row.input_nano_per_mtok, row.output_nano_per_mtok});
   }
   int64_t now = clock_.NowUs();
-  for (const TaskRow& row : snapshot.tasks) engine_->RestoreTask(row);
-  for (const LimiterRow& row : snapshot.limiters) {
-    engine_->RestoreLimiter(row, now);
-  }
-  for (const SpendRow& row : snapshot.spend) engine_->RestoreSpend(row);
+  // Every stored subject is "maybe stored" to the engine: its first use
+  // loads it (see Engine::MissingFor).
+  Result<int64_t> stored = store.CountStoredScopes();
+  if (!stored.ok()) return stored.status();
+  engine_->ExpectStored(static_cast<size_t>(*stored));
+  Status scan = store.ForEachStoredScope(
+      [this](std::string_view scope) { engine_->NoteStored(scope); });
+  if (!scan.ok()) return scan;
+  // "global" and the subjects of open leases stay in memory.
+  std::vector<Lease> leases;
+  std::vector<std::string> scopes{"global"};
   for (const LeaseRow& row : snapshot.leases) {
     auto lease = DecodeLease(row.json);
     if (!lease.ok()) return lease.status();
-    engine_->RestoreLease(std::move(*lease), now);
+    scopes.insert(scopes.end(), lease->scopes.begin(), lease->scopes.end());
+    leases.push_back(std::move(*lease));
   }
+  std::sort(scopes.begin(), scopes.end());
+  scopes.erase(std::unique(scopes.begin(), scopes.end()), scopes.end());
+  auto rows = store.LoadSubjects(scopes);
+  if (!rows.ok()) return rows.status();
+  engine_->RestoreSubjects(*rows, now);
+  for (Lease& lease : leases) engine_->RestoreLease(std::move(lease), now);
   for (const BreakerRow& row : snapshot.breakers) {
     dispatcher_->decider()->RestoreBreaker(row);
   }
@@ -268,6 +289,35 @@ void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
       });
 }
 
+void Daemon::Load(uint64_t conn, nlohmann::json id,
+                  std::vector<std::string> scopes, std::string request) {
+  ++stats_.subject_loads;
+  // Rows must be read after every change already made (a kind reset above
+  // all): the storage thread runs jobs in order.
+  if (engine_->kind_reset_pending()) Seal();
+  const uint64_t resets = engine_->kind_resets();
+  auto rows = std::make_shared<Result<SubjectRows>>(
+      Status::Unavailable("storage: the database cannot be read now"));
+  worker_->Run(
+      [scopes = std::move(scopes), rows](Store& store) {
+        *rows = store.LoadSubjects(scopes);
+      },
+      [this, conn, id = std::move(id), rows, resets,
+       request = std::move(request)]() mutable {
+        if (!rows->ok()) {
+          server_->Resume(conn, ErrorLineWithId(id, rows->status().code(),
+                                                rows->status().message()));
+          return;
+        }
+        // Rows read before a kind reset are stale: handling the request
+        // again loads them again.
+        if (engine_->kind_resets() == resets) {
+          engine_->RestoreSubjects(**rows, clock_.NowUs());
+        }
+        server_->Redo(conn, std::move(request));
+      });
+}
+
 bool Daemon::ReplyChangedState() {
   uint64_t now = engine_->mutations() + dispatcher_->decider()->mutations();
   bool changed = now != mutations_seen_;
@@ -335,6 +385,7 @@ void Daemon::Housekeeping() {
     Log(LogLevel::kInfo, "%d lease(s) expired and were settled at their "
         "estimate", expired);
   }
+  EvictIdle();
   // A failed batch waits inside the worker; an empty batch retries it.
   if (!dispatcher_->storage_ok() && !worker_->busy()) {
     Batch retry;
@@ -342,6 +393,26 @@ void Daemon::Housekeeping() {
     pending_.emplace_back(open_seq_, clock_.NowUs());
     sealed_seq_ = open_seq_++;
     worker_->Submit(std::move(retry));
+  }
+}
+
+void Daemon::EvictIdle() {
+  if (config_.subject_idle_ms <= 0 || !dispatcher_->storage_ok()) return;
+  const int64_t now = clock_.NowUs();
+  const bool committed =
+      pending_.empty() || pending_.front().first > evict_barrier_seq_;
+  if (committed && evict_barrier_us_ > 0) {
+    // Every change made before the barrier is committed; a subject changed
+    // since was used since, so the cutoff keeps it.
+    const int64_t cutoff = std::min(now - config_.subject_idle_ms * 1000,
+                                    evict_barrier_us_);
+    stats_.subjects_evicted +=
+        engine_->EvictIdle(now, now - cutoff, kEvictScanPerTick);
+  }
+  if (committed) {
+    Seal();
+    evict_barrier_seq_ = sealed_seq_;
+    evict_barrier_us_ = now;
   }
 }
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <uv.h>
 
@@ -51,9 +52,11 @@ class Daemon : public Server::Gate, public DeferredOps {
   int64_t NowUs() override { return clock_.NowUs(); }
   void OnConnectionClosed(uint64_t conn) override;
   void Usage(uint64_t conn, nlohmann::json id, UsageQuery query) override;
+  void Load(uint64_t conn, nlohmann::json id, std::vector<std::string> scopes,
+            std::string request) override;
 
  private:
-  Status Restore(const Snapshot& snapshot);
+  Status Restore(const Snapshot& snapshot, Store& store);
   void ApplyConfig(const Config& config, const Config* previous);
   void Seal();
   // Changes not yet sealed into a batch (limits, leases, breakers).
@@ -64,6 +67,9 @@ class Daemon : public Server::Gate, public DeferredOps {
   void FinishShutdown();
   void Reload();
   void Housekeeping();
+  // Evicts idle subjects once every change sealed by the previous call has
+  // committed (so that what is evicted is surely stored).
+  void EvictIdle();
 
   DaemonOptions options_;
   uv_loop_t loop_;
@@ -93,6 +99,9 @@ class Daemon : public Server::Gate, public DeferredOps {
   std::deque<std::pair<uint64_t, int64_t>> pending_;
   uint64_t open_seq_ = 1;     // the batch being gathered
   uint64_t sealed_seq_ = 0;   // the last batch handed to storage
+  // EvictIdle's barrier: the batch sealed at its last call, and when.
+  uint64_t evict_barrier_seq_ = 0;
+  int64_t evict_barrier_us_ = 0;
   bool stopping_ = false;
   bool finishing_ = false;
   int exit_code_ = 0;

@@ -39,6 +39,10 @@ class DeferredOps {
  public:
   virtual ~DeferredOps() = default;
   virtual void Usage(uint64_t conn, nlohmann::json id, UsageQuery query) = 0;
+  // Loads subjects that are not in memory (Engine::MissingFor), then handles
+  // `request` (the line, again) through Server::Redo.
+  virtual void Load(uint64_t conn, nlohmann::json id,
+                    std::vector<std::string> scopes, std::string request) = 0;
 };
 
 // What the server tells the dispatcher about itself, for metrics.
@@ -48,6 +52,8 @@ struct ServerStats {
   int64_t storage_batches = 0;
   int64_t storage_failures = 0;
   int64_t storage_commit_us_total = 0;
+  int64_t subject_loads = 0;     // requests deferred to load subjects
+  int64_t subjects_evicted = 0;  // idle subjects dropped from memory
 };
 
 class Dispatcher {

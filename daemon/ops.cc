@@ -68,6 +68,21 @@ Status MayActAs(const OpContext& ctx, const Config& config,
 
 // Handlers reach the dispatcher's counters through this friend.
 struct OpHandlers {
+  // Defers the request until the `missing` subjects are loaded from storage
+  // (then it is handled again); false when none are missing. Without
+  // deferred ops (unit tests) the engine refuses to decide instead.
+  static bool LoadFirst(OpContext& ctx, std::vector<std::string> missing) {
+    Dispatcher& d = *ctx.dispatcher;
+    if (missing.empty() || d.deferred_ops_ == nullptr) return false;
+    auto id = ctx.request.find("id");
+    d.deferred_ops_->Load(ctx.peer.conn,
+                          id == ctx.request.end() ? json(nullptr) : *id,
+                          std::move(missing), ctx.request.dump());
+    d.deferred_ = true;
+    ctx.parked = true;
+    return true;
+  }
+
   static Status Ping(OpContext& ctx) {
     (*ctx.reply)["version"] = BRAKE_VERSION;
     return Status::Ok();
@@ -94,6 +109,7 @@ struct OpHandlers {
     a.fingerprint = Str(req, "fingerprint");
     a.tokens = Int(req, "tokens", 0);
     a.requests = Int(req, "requests", 1);
+    if (LoadFirst(ctx, ctx.engine->MissingFor(a))) return Status::Ok();
     if (int64_t wait_ms = Int(req, "wait_ms", 0);
         wait_ms > 0 && d.waiters_ != nullptr) {
       auto id = req.find("id");
@@ -169,6 +185,7 @@ struct OpHandlers {
       return Status::BadRequest(
           "user: exactly one of user, task or resource is required");
     }
+    if (LoadFirst(ctx, ctx.engine->MissingForScope(scope))) return Status::Ok();
     if (req.contains("user") && !req["user"].is_null()) {
       if (Status s = MayActAs(ctx, *ctx.dispatcher->config_, Str(req, "user"));
           !s.ok())
@@ -255,6 +272,7 @@ struct OpHandlers {
 
   static Status Reset(OpContext& ctx) {
     std::string scope = Str(ctx.request, "scope");
+    if (LoadFirst(ctx, ctx.engine->MissingForScope(scope))) return Status::Ok();
     ctx.engine->Reset(scope, ctx.now_us);
     (*ctx.reply)["scope"] = scope;
     return Status::Ok();
@@ -380,8 +398,19 @@ struct OpHandlers {
             "gauge");
     sample("brake_leases_open",
            static_cast<int64_t>(ctx.engine->open_leases()));
-    counter("brake_tasks", "Tasks known.", "gauge");
+    counter("brake_tasks", "Tasks in memory.", "gauge");
     sample("brake_tasks", static_cast<int64_t>(ctx.engine->task_count()));
+    counter("brake_subjects", "Subjects (users, tasks, resources) in memory.",
+            "gauge");
+    sample("brake_subjects",
+           static_cast<int64_t>(ctx.engine->resident_subjects()));
+    counter("brake_subject_loads_total",
+            "Requests that waited for subjects to load from storage.",
+            "counter");
+    sample("brake_subject_loads_total", s.subject_loads);
+    counter("brake_subjects_evicted_total",
+            "Idle subjects dropped from memory (still stored).", "counter");
+    sample("brake_subjects_evicted_total", s.subjects_evicted);
     counter("brake_connections", "Open client connections.", "gauge");
     sample("brake_connections", s.connections);
     counter("brake_connections_total", "Connections accepted.", "counter");

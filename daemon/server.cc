@@ -263,6 +263,20 @@ void Server::Resume(uint64_t conn, std::string line) {
   c->paused = false;
   if (c->closing) return;
   QueueReply(c, std::move(line));
+  ReadOn(c);
+}
+
+void Server::Redo(uint64_t conn, std::string request) {
+  auto it = by_id_.find(conn);
+  if (it == by_id_.end()) return;
+  Connection* c = it->second;
+  c->paused = false;
+  if (c->closing) return;
+  HandleLine(c, request);
+  if (!c->paused) ReadOn(c);
+}
+
+void Server::ReadOn(Connection* c) {
   std::string pending = std::move(c->in);
   c->in.clear();
   Consume(c, pending.data(), pending.size());

@@ -61,6 +61,9 @@ class Server {
   // Answers a deferred request of `conn` with `line` and resumes reading
   // the requests behind it.
   void Resume(uint64_t conn, std::string line);
+  // Handles `request` of a deferred `conn` again (what it waited for is
+  // there now), then resumes reading behind it.
+  void Redo(uint64_t conn, std::string request);
   // Writes every held reply whose batch is <= `seq`.
   void Release(uint64_t seq);
   // Turns every held reply whose batch is <= `seq` into an `unavailable`
@@ -84,6 +87,8 @@ class Server {
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   void HandleLine(Connection* c, std::string_view line);
+  // After a deferred request: handles the lines held behind it and reads on.
+  void ReadOn(Connection* c);
   // Handles the complete lines in data[0, n), keeping the rest as `in`.
   void Consume(Connection* c, const char* data, size_t n);
   // Sends a reply produced now, once the batch it depends on has committed

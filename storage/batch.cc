@@ -26,12 +26,19 @@ void MoveAppend(std::vector<T>* to, std::vector<T>* from) {
 // Inside one Batch deletes run before puts, so a put of ours followed by a
 // delete in `deleted` (a later batch) would survive the merge if kept: drop
 // it. A put in the later batch still runs after the merged deletes.
+// A "KIND:*" delete covers every key of that kind.
 template <typename Row, typename KeyOf>
 void DropPutsOf(const std::vector<std::string>& deleted, std::vector<Row>* puts,
                 KeyOf key_of) {
   if (deleted.empty() || puts->empty()) return;
   const std::unordered_set<std::string> keys(deleted.begin(), deleted.end());
-  std::erase_if(*puts, [&](const Row& row) { return keys.count(key_of(row)); });
+  std::erase_if(*puts, [&](const Row& row) {
+    const std::string& key = key_of(row);
+    if (keys.count(key)) return true;
+    size_t colon = key.find(':');
+    return colon != std::string::npos &&
+           keys.count(key.substr(0, colon + 1) + "*") > 0;
+  });
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "storage/int_list.h"
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
+#include "storage/subjects.h"
 
 namespace brake {
 
@@ -115,8 +116,10 @@ struct Store::Impl {
   Statement policy_put;
   Statement task_put;
   Statement limiter_scope_delete;
+  Statement limiter_kind_delete;
   Statement limiter_put;
   Statement spend_delete;
+  Statement spend_kind_delete;
   Statement spend_put;
   Statement lease_delete;
   Statement lease_put;
@@ -132,7 +135,10 @@ struct Store::Impl {
   sqlite3* db() const { return connection.db; }
   Status PrepareAll();
   Status WriteBatch(const Batch& batch);
-  Status LoadInto(Snapshot* snapshot);
+  Status LoadInto(Snapshot* snapshot, bool with_subjects);
+  // Deletes the rows of `scope` (a "KIND:*" scope: of the whole kind).
+  Status DeleteScope(Statement& one, Statement& kind, const std::string& scope,
+                     std::string_view what);
   Status FailClosed() const {
     return Status::Unavailable(
         "storage: writes refused after an earlier failure (" + fatal +
@@ -154,11 +160,14 @@ Status Store::Impl::PrepareAll() {
        "user = excluded.user, parent = excluded.parent, "
        "created_ms = excluded.created_ms"},
       {&limiter_scope_delete, "DELETE FROM limiters WHERE scope = ?1"},
+      {&limiter_kind_delete,
+       "DELETE FROM limiters WHERE scope >= ?1 AND scope < ?2"},
       {&limiter_put,
        "INSERT INTO limiters(scope, name, algorithm, state) "
        "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope, name) DO UPDATE SET "
        "algorithm = excluded.algorithm, state = excluded.state"},
       {&spend_delete, "DELETE FROM spend WHERE scope = ?1"},
+      {&spend_kind_delete, "DELETE FROM spend WHERE scope >= ?1 AND scope < ?2"},
       {&spend_put,
        "INSERT INTO spend(scope, requests, tokens, usd_nano) "
        "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope) DO UPDATE SET "
@@ -212,8 +221,8 @@ Status Store::Impl::WriteBatch(const Batch& b) {
     if (!(s = task_put.Run("put task", row.task)).ok()) return s;
   }
   for (const std::string& scope : b.limiter_scopes_deleted) {
-    limiter_scope_delete.BindText(1, scope);
-    s = limiter_scope_delete.Run("delete limiters of scope", scope);
+    s = DeleteScope(limiter_scope_delete, limiter_kind_delete, scope,
+                    "delete limiters of scope");
     if (!s.ok()) return s;
   }
   for (const LimiterRow& row : b.limiters_put) {
@@ -227,8 +236,8 @@ Status Store::Impl::WriteBatch(const Batch& b) {
     }
   }
   for (const std::string& scope : b.spend_deleted) {
-    spend_delete.BindText(1, scope);
-    if (!(s = spend_delete.Run("delete spend", scope)).ok()) return s;
+    s = DeleteScope(spend_delete, spend_kind_delete, scope, "delete spend");
+    if (!s.ok()) return s;
   }
   for (const SpendRow& row : b.spend_put) {
     spend_put.BindText(1, row.scope);
@@ -284,12 +293,30 @@ Status Store::Impl::WriteBatch(const Batch& b) {
   return Status::Ok();
 }
 
+Status Store::Impl::DeleteScope(Statement& one, Statement& kind,
+                                const std::string& scope,
+                                std::string_view what) {
+  std::string low, high;
+  if (!storage::KindRange(scope, &low, &high)) {
+    one.BindText(1, scope);
+    return one.Run(what, scope);
+  }
+  kind.BindText(1, low);
+  kind.BindText(2, high);
+  return kind.Run(what, scope);
+}
+
 // Runs inside Load's read transaction. Rows come in key order so that a
 // load is deterministic.
-Status Store::Impl::LoadInto(Snapshot* out) {
+Status Store::Impl::LoadInto(Snapshot* out, bool with_subjects) {
   // Each entry: the query and how one row is appended to `out`.
   using RowReader = Status (*)(const Statement&, Snapshot*);
-  const std::pair<const char*, RowReader> readers[] = {
+  struct Reader {
+    const char* sql;
+    RowReader read;
+    bool subject = false;  // tasks, limiters, spend: loaded on demand
+  };
+  const Reader readers[] = {
       {"SELECT scope, json FROM policies ORDER BY scope",
        [](const Statement& r, Snapshot* s) {
          s->policies.push_back({r.ColumnText(0), r.ColumnText(1)});
@@ -300,7 +327,8 @@ Status Store::Impl::LoadInto(Snapshot* out) {
          s->tasks.push_back({r.ColumnText(0), r.ColumnText(1), r.ColumnText(2),
                              r.ColumnInt(3)});
          return Status::Ok();
-       }},
+       },
+       true},
       {"SELECT scope, name, algorithm, state FROM limiters "
        "ORDER BY scope, name",
        [](const Statement& r, Snapshot* s) {
@@ -310,13 +338,15 @@ Status Store::Impl::LoadInto(Snapshot* out) {
          row.state = std::move(*state);
          s->limiters.push_back(std::move(row));
          return Status::Ok();
-       }},
+       },
+       true},
       {"SELECT scope, requests, tokens, usd_nano FROM spend ORDER BY scope",
        [](const Statement& r, Snapshot* s) {
          s->spend.push_back(
              {r.ColumnText(0), r.ColumnInt(1), r.ColumnInt(2), r.ColumnInt(3)});
          return Status::Ok();
-       }},
+       },
+       true},
       {"SELECT id, json FROM leases ORDER BY id",
        [](const Statement& r, Snapshot* s) {
          s->leases.push_back({r.ColumnText(0), r.ColumnText(1)});
@@ -338,13 +368,12 @@ Status Store::Impl::LoadInto(Snapshot* out) {
          return Status::Ok();
        }},
   };
-  for (const auto& [sql, reader] : readers) {
-    Result<Statement> stmt = Statement::Prepare(db(), sql);
+  for (const Reader& reader : readers) {
+    if (reader.subject && !with_subjects) continue;
+    Result<Statement> stmt = Statement::Prepare(db(), reader.sql);
     if (!stmt.ok()) return stmt.status();
-    Status s =
-        stmt->ForEachRow("load", [&, &reader = reader](const Statement& row) {
-          return reader(row, out);
-        });
+    Status s = stmt->ForEachRow(
+        "load", [&](const Statement& row) { return reader.read(row, out); });
     if (!s.ok()) return s;
   }
   return Status::Ok();
@@ -385,16 +414,30 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
-Result<Snapshot> Store::Load() {
+Result<Snapshot> Store::Load(LoadWhat what) {
   sqlite3* db = impl_->db();
   // One read transaction, so that the snapshot is consistent.
   Status s = ExecSql(db, "BEGIN", "begin load");
   if (!s.ok()) return RollBack(db, std::move(s));
   Snapshot snapshot;
-  s = impl_->LoadInto(&snapshot);
+  s = impl_->LoadInto(&snapshot, what == LoadWhat::kEverything);
   if (s.ok()) s = ExecSql(db, "COMMIT", "end load");
   if (!s.ok()) return RollBack(db, std::move(s));
   return snapshot;
+}
+
+Result<SubjectRows> Store::LoadSubjects(
+    const std::vector<std::string>& scopes) {
+  return storage::LoadSubjects(impl_->db(), scopes);
+}
+
+Result<int64_t> Store::CountStoredScopes() {
+  return storage::CountStoredScopes(impl_->db());
+}
+
+Status Store::ForEachStoredScope(
+    const std::function<void(std::string_view)>& fn) {
+  return storage::ForEachStoredScope(impl_->db(), fn);
 }
 
 Status Store::Apply(const Batch& batch) {

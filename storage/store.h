@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/records.h"
@@ -63,7 +65,17 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  Result<Snapshot> Load();
+  // What Load reads: everything, or all but the subjects (tasks, limiter
+  // states, spend), which the daemon loads on demand (LoadSubjects).
+  enum class LoadWhat { kEverything, kWithoutSubjects };
+  Result<Snapshot> Load(LoadWhat what = LoadWhat::kEverything);
+  // The rows of these subject scopes and of the ancestors of tasks among
+  // them, in one read transaction.
+  Result<SubjectRows> LoadSubjects(const std::vector<std::string>& scopes);
+  // An upper bound of how many scopes ForEachStoredScope reports.
+  Result<int64_t> CountStoredScopes();
+  // Calls `fn` with every scope that has stored rows (possibly repeated).
+  Status ForEachStoredScope(const std::function<void(std::string_view)>& fn);
   // Applies `batch` in one transaction with synchronous=FULL. Ok means the
   // transaction is committed and synced. On failure, nothing of `batch` is
   // applied (the transaction is rolled back) and the status is kUnavailable.

@@ -13,168 +13,13 @@
 
 #include "budget/calendar.h"
 #include "daemon/policy_codec.h"
+#include "tests/budget/engine_helpers.h"
 
 namespace brake {
 namespace {
 
-// 2024-03-01 10:00:00 UTC: 14 hours before a daily quota resets.
-const int64_t kT0 = DaysFromCivil({2024, 3, 1}) * kUsPerDay + 10 * kUsPerHour;
-constexpr int64_t kSecondUs = 1'000'000;
-constexpr int64_t kTtlUs = 60 * kSecondUs;
+using namespace engine_test;
 
-LimitSpec QuotaSpec(const std::string& name, Resource resource, int64_t limit,
-                    Period period = Period::kDay) {
-  LimitSpec s;
-  s.name = name;
-  s.resource = resource;
-  s.algorithm = Algorithm::kQuota;
-  s.limit = limit;
-  s.period = period;
-  return s;
-}
-
-LimitSpec WindowSpec(const std::string& name, int64_t limit,
-                     int64_t window_ms) {
-  LimitSpec s;
-  s.name = name;
-  s.resource = Resource::kRequests;
-  s.algorithm = Algorithm::kFixedWindow;
-  s.limit = limit;
-  s.window_ms = window_ms;
-  return s;
-}
-
-LimitSpec LogSpec(const std::string& name, Resource resource, int64_t limit,
-                  int64_t window_ms) {
-  LimitSpec s;
-  s.name = name;
-  s.resource = resource;
-  s.algorithm = Algorithm::kSlidingLog;
-  s.limit = limit;
-  s.window_ms = window_ms;
-  return s;
-}
-
-// `rate` per `per_ms`, storing at most `burst`.
-LimitSpec BucketSpec(const std::string& name, int64_t rate, int64_t per_ms,
-                     int64_t burst) {
-  LimitSpec s;
-  s.name = name;
-  s.resource = Resource::kRequests;
-  s.algorithm = Algorithm::kTokenBucket;
-  s.rate = rate;
-  s.per_ms = per_ms;
-  s.burst = burst;
-  return s;
-}
-
-LimitSpec ConcurrencySpec(const std::string& name, int64_t limit) {
-  LimitSpec s;
-  s.name = name;
-  s.resource = Resource::kRequests;
-  s.algorithm = Algorithm::kConcurrency;
-  s.limit = limit;
-  return s;
-}
-
-LimitSpec Shadow(LimitSpec s) {
-  s.shadow = true;
-  return s;
-}
-
-// A policy with the canonical JSON the codec would keep, so that a restore
-// can re-parse it.
-Policy MakePolicy(std::vector<LimitSpec> limits) {
-  Policy p;
-  nlohmann::json j = {{"limits", nlohmann::json::array()}};
-  for (const LimitSpec& s : limits) j["limits"].push_back(LimitToJson(s));
-  p.json = j.dump();
-  p.limits = std::move(limits);
-  return p;
-}
-
-AcquireRequest Req(const std::string& user, const std::string& task,
-                   int64_t tokens = 0) {
-  AcquireRequest r;
-  r.user = user;
-  r.task = task;
-  r.tokens = tokens;
-  return r;
-}
-
-AcquireRequest WithParent(AcquireRequest r, const std::string& parent) {
-  r.parent = parent;
-  return r;
-}
-
-AcquireRequest WithModel(AcquireRequest r, const std::string& model) {
-  r.model = model;
-  return r;
-}
-
-AcquireRequest WithResource(AcquireRequest r, const std::string& resource) {
-  r.resource = resource;
-  return r;
-}
-
-AcquireOutcome Acquire(Engine& e, const AcquireRequest& r, int64_t now_us) {
-  auto out = e.Acquire(r, now_us);
-  REQUIRE(out.ok());
-  return *out;
-}
-
-std::string Grant(Engine& e, const AcquireRequest& r, int64_t now_us) {
-  AcquireOutcome out = Acquire(e, r, now_us);
-  REQUIRE(out.granted);
-  REQUIRE_FALSE(out.lease.empty());
-  return out.lease;
-}
-
-Denial Deny(Engine& e, const AcquireRequest& r, int64_t now_us) {
-  AcquireOutcome out = Acquire(e, r, now_us);
-  REQUIRE_FALSE(out.granted);
-  return out.denial;
-}
-
-Settlement Commit(Engine& e, const std::string& lease,
-                  std::optional<int64_t> tokens, int64_t now_us,
-                  std::optional<int64_t> input = std::nullopt,
-                  std::optional<int64_t> output = std::nullopt) {
-  CommitRequest c;
-  c.lease = lease;
-  c.tokens = tokens;
-  c.input_tokens = input;
-  c.output_tokens = output;
-  auto s = e.Commit(c, now_us);
-  REQUIRE(s.ok());
-  return *s;
-}
-
-// The usage of limit `name` of `limit_scope` as Report(report_scope) shows it.
-LimitUsage UsageOf(Engine& e, const std::string& report_scope,
-                   const std::string& limit_scope, const std::string& name,
-                   int64_t now_us) {
-  StatusReport r = e.Report(report_scope, now_us);
-  for (const LimitStatus& l : r.limits) {
-    if (l.scope == limit_scope && l.spec.name == name) return l.usage;
-  }
-  FAIL("no limit " << limit_scope << "/" << name << " in status of "
-                   << report_scope);
-  return {};
-}
-
-bool SameTotals(const Totals& a, const Totals& b) {
-  return a.requests == b.requests && a.tokens == b.tokens &&
-         a.usd_nano == b.usd_nano;
-}
-
-std::string EncodeForTest(const Lease& l) { return EncodeLease(l); }
-
-Batch DrainAll(Engine& e) {
-  Batch b;
-  (void)e.Drain(&b, EncodeForTest);
-  return b;
-}
 
 TEST_CASE("engine: a denial charges nothing anywhere", "[engine]") {
   Engine e("L", kTtlUs);
@@ -728,28 +573,6 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
 
   Batch last;
   CHECK_FALSE(e.Drain(&last, EncodeForTest));
-}
-
-// Builds a fresh engine from what Drain produced, the way the daemon
-// restores a Snapshot (policies, prices, tasks, limiters, spend, leases).
-void RestoreInto(Engine& fresh, const Batch& b, int64_t now_us) {
-  for (const PolicyRow& row : b.policies_put) {
-    auto p = ParsePolicyText(row.json);
-    REQUIRE(p.ok());
-    fresh.SetPolicy(row.scope, std::move(*p));
-  }
-  for (const PriceRow& row : b.prices_put) {
-    fresh.SetPrice(row.model,
-                   Price{row.input_nano_per_mtok, row.output_nano_per_mtok});
-  }
-  for (const TaskRow& row : b.tasks_put) fresh.RestoreTask(row);
-  for (const LimiterRow& row : b.limiters_put) fresh.RestoreLimiter(row, now_us);
-  for (const SpendRow& row : b.spend_put) fresh.RestoreSpend(row);
-  for (const LeaseRow& row : b.leases_put) {
-    auto lease = DecodeLease(row.json);
-    REQUIRE(lease.ok());
-    fresh.RestoreLease(std::move(*lease), now_us);
-  }
 }
 
 void CheckSameReport(Engine& a, Engine& b, const std::string& scope,

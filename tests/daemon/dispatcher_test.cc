@@ -686,6 +686,15 @@ class FakeDeferred : public DeferredOps {
     ids.push_back(std::move(id));
     queries.push_back(std::move(query));
   }
+  void Load(uint64_t conn, json id, std::vector<std::string> scopes,
+            std::string request) override {
+    conns.push_back(conn);
+    ids.push_back(std::move(id));
+    loads.push_back(std::move(scopes));
+    requests.push_back(std::move(request));
+  }
+  std::vector<std::vector<std::string>> loads;
+  std::vector<std::string> requests;
   std::vector<uint64_t> conns;
   std::vector<json> ids;
   std::vector<UsageQuery> queries;

@@ -211,6 +211,13 @@ class FakeDeferred : public brake::DeferredOps {
         "uid " + std::to_string(asking.uid) + " read usage of " + query.user);
   }
 
+  // Nothing is ever stored here, so no subject can need loading.
+  void Load(uint64_t, json, std::vector<std::string> scopes,
+            std::string) override {
+    FUZZ_CHECK(false, "load of " + std::to_string(scopes.size()) +
+                          " subjects with nothing stored");
+  }
+
   int calls = 0;
   Peer asking;
 

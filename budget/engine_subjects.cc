@@ -1,0 +1,147 @@
+// Engine residency: which subjects are in memory, evicting the idle ones and
+// installing those loaded back on demand. Split from engine.cc; same class.
+#include <algorithm>
+#include <unordered_set>
+
+#include "budget/engine.h"
+#include "budget/limiter_key.h"
+
+namespace brake {
+namespace {
+
+constexpr std::string_view kTaskPrefix = "task:";
+constexpr size_t kMaxAncestorWalk = 32;
+
+// "global" and concrete scopes; not the "KIND:*" defaults.
+bool IsSubject(const std::string& scope) {
+  return !(scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0);
+}
+
+}  // namespace
+
+bool Engine::NeedsLoad(const std::string& scope) const {
+  return IsSubject(scope) && stored_.MaybeContains(scope) &&
+         subjects_.find(scope) == subjects_.end();
+}
+
+void Engine::Touch(const std::string& scope, int64_t now_us, int leases) {
+  Subject& s = subjects_[scope];
+  s.used_us = std::max(s.used_us, now_us);
+  s.leases += leases;
+}
+
+std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
+  std::vector<std::string> out;
+  auto need = [&](std::string scope) {
+    if (NeedsLoad(scope)) out.push_back(std::move(scope));
+  };
+  need("user:" + req.user);
+  need("task:" + req.task);
+  if (!req.resource.empty()) need("resource:" + req.resource);
+  // The ancestors in memory, up to the first that is not.
+  auto it = tasks_.find(req.task);
+  std::string parent = it != tasks_.end() ? it->second.parent : req.parent;
+  for (size_t depth = 0; !parent.empty() && depth < kMaxAncestorWalk;
+       ++depth) {
+    auto p = tasks_.find(parent);
+    if (p == tasks_.end()) {
+      need("task:" + parent);
+      break;
+    }
+    parent = p->second.parent;
+  }
+  return out;
+}
+
+std::vector<std::string> Engine::MissingForScope(
+    const std::string& scope) const {
+  std::vector<std::string> out;
+  if (NeedsLoad(scope)) out.push_back(scope);
+  if (scope.rfind(kTaskPrefix, 0) != 0) return out;
+  auto it = tasks_.find(scope.substr(kTaskPrefix.size()));
+  if (it == tasks_.end()) return out;
+  std::string parent = it->second.parent;
+  for (size_t depth = 0; !parent.empty() && depth < kMaxAncestorWalk;
+       ++depth) {
+    auto p = tasks_.find(parent);
+    if (p == tasks_.end()) {
+      if (std::string s = "task:" + parent; NeedsLoad(s)) out.push_back(s);
+      break;
+    }
+    parent = p->second.parent;
+  }
+  return out;
+}
+
+void Engine::RestoreSubjects(const SubjectRows& rows, int64_t now_us) {
+  // Only subjects not in memory take the stored rows: the others have
+  // changed since and are newer.
+  std::unordered_set<std::string> fresh;
+  for (const std::string& scope : rows.scopes) {
+    if (!IsSubject(scope) || subjects_.count(scope)) continue;
+    fresh.insert(scope);
+    Touch(scope, now_us, 0);
+  }
+  for (const TaskRow& row : rows.tasks) {
+    if (fresh.count(std::string(kTaskPrefix) + row.task)) RestoreTask(row);
+  }
+  for (const LimiterRow& row : rows.limiters) {
+    if (fresh.count(row.scope)) RestoreLimiter(row, now_us);
+  }
+  for (const SpendRow& row : rows.spend) {
+    if (fresh.count(row.scope)) RestoreSpend(row);
+  }
+}
+
+bool Engine::Evictable(const std::string& scope, const Subject& s,
+                       int64_t cutoff_us) const {
+  if (s.leases > 0 || s.used_us >= cutoff_us || scope == "global") {
+    return false;
+  }
+  if (dirty_spend_.count(scope)) return false;
+  if (scope.rfind(kTaskPrefix, 0) == 0 &&
+      dirty_tasks_.count(scope.substr(kTaskPrefix.size()))) {
+    return false;
+  }
+  // Limiter keys are "scope\x1f name": the first at or after "scope\x1f".
+  std::string low = scope;
+  low.push_back(kLimiterKeySep);
+  auto it = dirty_limiters_.lower_bound(low);
+  return it == dirty_limiters_.end() || it->rfind(low, 0) != 0;
+}
+
+void Engine::Evict(const std::string& scope) {
+  if (const Policy* policy = PolicyFor(scope)) {
+    for (const LimitSpec& spec : policy->limits) {
+      limiters_.erase(LimiterKey(scope, spec.name));
+    }
+  }
+  spend_.erase(scope);
+  reserved_.erase(scope);
+  if (scope.rfind(kTaskPrefix, 0) == 0) {
+    tasks_.erase(scope.substr(kTaskPrefix.size()));
+  }
+  stored_.Add(scope);
+  subjects_.erase(scope);
+  ++evictions_;
+}
+
+size_t Engine::EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan) {
+  if (subjects_.empty()) return 0;
+  const int64_t cutoff = now_us - idle_us;
+  std::vector<std::string> victims;
+  const size_t buckets = subjects_.bucket_count();
+  for (size_t n = 0; n < max_scan && n < buckets; ++n) {
+    const size_t b = evict_cursor_++ % buckets;
+    for (auto it = subjects_.begin(b); it != subjects_.end(b); ++it) {
+      if (Evictable(it->first, it->second, cutoff)) {
+        victims.push_back(it->first);
+      }
+    }
+  }
+  evict_cursor_ %= buckets;
+  for (const std::string& scope : victims) Evict(scope);
+  return victims.size();
+}
+
+}  // namespace brake

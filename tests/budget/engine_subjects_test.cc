@@ -1,0 +1,221 @@
+// Engine residency: idle subjects are evicted from memory and, loaded back
+// from what Drain stored, decide exactly as if they had never left.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "budget/engine.h"
+#include "budget/scope_filter.h"
+#include "tests/budget/engine_helpers.h"
+
+namespace brake {
+namespace {
+
+using namespace engine_test;
+
+constexpr int64_t kIdleUs = 60 * kSecondUs;
+constexpr size_t kScanAll = 1 << 20;
+
+// A stand-in for the store: keeps the latest row of every key Drain put.
+struct FakeStore {
+  std::map<std::string, TaskRow> tasks;
+  std::map<std::pair<std::string, std::string>, LimiterRow> limiters;
+  std::map<std::string, SpendRow> spend;
+
+  void Apply(Engine& e) {
+    Batch b = DrainAll(e);
+    for (const std::string& kind : b.limiter_scopes_deleted) {
+      const std::string prefix = kind.substr(0, kind.size() - 1);
+      std::erase_if(limiters, [&](const auto& kv) {
+        return kv.first.first.rfind(prefix, 0) == 0;
+      });
+    }
+    for (const std::string& scope : b.spend_deleted) {
+      std::erase_if(spend, [&](const auto& kv) {
+        return kv.first == scope ||
+               (scope.ends_with(":*") &&
+                kv.first.rfind(scope.substr(0, scope.size() - 1), 0) == 0);
+      });
+    }
+    for (const TaskRow& r : b.tasks_put) tasks[r.task] = r;
+    for (const LimiterRow& r : b.limiters_put) limiters[{r.scope, r.name}] = r;
+    for (const SpendRow& r : b.spend_put) spend[r.scope] = r;
+  }
+  // What Store::LoadSubjects answers (without the ancestor walk).
+  SubjectRows Load(const std::vector<std::string>& scopes) const {
+    SubjectRows rows;
+    rows.scopes = scopes;
+    for (const std::string& scope : scopes) {
+      for (const auto& [key, row] : limiters) {
+        if (key.first == scope) rows.limiters.push_back(row);
+      }
+      if (auto it = spend.find(scope); it != spend.end()) {
+        rows.spend.push_back(it->second);
+      }
+      if (scope.rfind("task:", 0) == 0) {
+        if (auto it = tasks.find(scope.substr(5)); it != tasks.end()) {
+          rows.tasks.push_back(it->second);
+        }
+      }
+    }
+    return rows;
+  }
+};
+
+void Configure(Engine& e) {
+  e.SetPolicy("user:*", MakePolicy({QuotaSpec("tok", Resource::kTokens, 1000),
+                                    BucketSpec("rps", 10, 1000, 10)}));
+  e.SetPolicy("task:*", MakePolicy({ConcurrencySpec("inflight", 2)}));
+}
+
+TEST_CASE("engine residency: an idle subject leaves memory and comes back "
+          "intact", "[engine][subjects]") {
+  Engine e("L", kTtlUs);
+  Configure(e);
+  FakeStore store;
+  Commit(e, Grant(e, Req("alice", "t1", 600), kT0), 600, kT0 + 10);
+  store.Apply(e);
+  CHECK(e.resident_subjects() == 3);  // global, user:alice, task:t1
+
+  // Not yet idle: nothing leaves.
+  CHECK(e.EvictIdle(kT0 + kIdleUs - 1, kIdleUs, kScanAll) == 0);
+  const int64_t later = kT0 + 10 + kIdleUs + 1;
+  CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 2);
+  CHECK(e.resident_subjects() == 1);  // global never leaves
+  CHECK(e.task_count() == 0);
+  CHECK(e.evictions() == 2);
+
+  // Deciding now would forget alice's spend: the engine refuses and names
+  // what must be loaded.
+  std::vector<std::string> missing = e.MissingFor(Req("alice", "t1", 500));
+  CHECK(missing == std::vector<std::string>{"user:alice", "task:t1"});
+  auto refused = e.Acquire(Req("alice", "t1", 500), later);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::kUnavailable);
+  CHECK(e.MissingForScope("user:alice") ==
+        std::vector<std::string>{"user:alice"});
+
+  e.RestoreSubjects(store.Load(missing), later);
+  CHECK(e.MissingFor(Req("alice", "t1", 500)).empty());
+  CHECK(e.SpendOf("user:alice").tokens == 600);
+  // 600 of 1000 tokens spent: 500 more exceed the quota, 400 fit.
+  CHECK(Deny(e, Req("alice", "t1", 500), later).reason ==
+        Reason::kQuotaExhausted);
+  Grant(e, Req("alice", "t1", 400), later);
+  // The task still belongs to alice.
+  auto stolen = e.Acquire(Req("bob", "t1", 1), later);
+  REQUIRE_FALSE(stolen.ok());
+  CHECK(stolen.status().code() == ErrorCode::kForbidden);
+}
+
+TEST_CASE("engine residency: what stays in memory", "[engine][subjects]") {
+  Engine e("L", kTtlUs);
+  Configure(e);
+  FakeStore store;
+  const int64_t later = kT0 + 2 * kIdleUs;
+
+  SECTION("a subject with an open lease") {
+    std::string lease = Grant(e, Req("alice", "t1", 10), kT0);
+    store.Apply(e);
+    CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 0);
+    Commit(e, lease, 10, later);
+    store.Apply(e);
+    CHECK(e.EvictIdle(later + kIdleUs + 1, kIdleUs, kScanAll) == 2);
+  }
+  SECTION("a subject with changes not yet drained") {
+    Commit(e, Grant(e, Req("alice", "t1", 10), kT0), 10, kT0);
+    CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 0);
+    store.Apply(e);
+    CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 2);
+  }
+  SECTION("a subject used since") {
+    Commit(e, Grant(e, Req("alice", "t1", 10), kT0), 10, kT0);
+    Deny(e, Req("alice", "t1", 5000), later - 1);  // a denial is a use too
+    store.Apply(e);
+    CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 0);
+  }
+  SECTION("a reset is a use") {
+    Commit(e, Grant(e, Req("alice", "t1", 10), kT0), 10, kT0);
+    store.Apply(e);
+    e.Reset("user:alice", later - 1);
+    store.Apply(e);
+    CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 1);  // task:t1 only
+  }
+}
+
+TEST_CASE("engine residency: loaded rows never overwrite newer memory",
+          "[engine][subjects]") {
+  Engine e("L", kTtlUs);
+  Configure(e);
+  FakeStore store;
+  Commit(e, Grant(e, Req("alice", "t1", 100), kT0), 100, kT0);
+  store.Apply(e);
+  SubjectRows stale = store.Load({"user:alice", "task:t1"});
+  Commit(e, Grant(e, Req("alice", "t1", 200), kT0 + 1), 200, kT0 + 1);
+  e.RestoreSubjects(stale, kT0 + 2);  // a load that raced the grant
+  CHECK(e.SpendOf("user:alice").tokens == 300);
+}
+
+TEST_CASE("engine residency: an evicted ancestor is loaded before a child "
+          "decides", "[engine][subjects]") {
+  Engine e("L", kTtlUs);
+  Configure(e);
+  e.SetPolicy("task:root", MakePolicy({QuotaSpec("tok", Resource::kTokens,
+                                                  100)}));
+  FakeStore store;
+  Commit(e, Grant(e, Req("alice", "root", 80), kT0), 80, kT0);
+  store.Apply(e);
+  const int64_t later = kT0 + kIdleUs + 1;
+  REQUIRE(e.EvictIdle(later, kIdleUs, kScanAll) == 2);
+  // A new child names the evicted parent: the parent must come back first.
+  AcquireRequest child = WithParent(Req("alice", "child", 30), "root");
+  CHECK(e.MissingFor(child) ==
+        std::vector<std::string>{"user:alice", "task:root"});
+  e.RestoreSubjects(store.Load(e.MissingFor(child)), later);
+  // The parent's quota (80 of 100 spent) covers the child.
+  Denial d = Deny(e, child, later);
+  CHECK(d.scope == "task:root");
+  Grant(e, WithParent(Req("alice", "child", 20), "root"), later);
+}
+
+TEST_CASE("engine residency: a kind reset reaches stored subjects",
+          "[engine][subjects]") {
+  Engine e("L", kTtlUs);
+  Configure(e);
+  FakeStore store;
+  Commit(e, Grant(e, Req("alice", "a1", 900), kT0), 900, kT0);
+  Commit(e, Grant(e, Req("bob", "b1", 900), kT0), 900, kT0);
+  store.Apply(e);
+  const int64_t later = kT0 + kIdleUs + 1;
+  REQUIRE(e.EvictIdle(later, kIdleUs, kScanAll) == 4);
+  const uint64_t resets = e.kind_resets();
+  e.Reset("user:*", later);
+  CHECK(e.kind_resets() == resets + 1);
+  CHECK(e.kind_reset_pending());
+  store.Apply(e);
+  CHECK_FALSE(e.kind_reset_pending());
+  CHECK(store.spend.count("user:alice") == 0);
+  CHECK(store.spend.count("task:a1") == 1);  // other kinds keep theirs
+  e.RestoreSubjects(store.Load(e.MissingFor(Req("alice", "a1", 900))), later);
+  Grant(e, Req("alice", "a1", 900), later);  // the quota starts afresh
+}
+
+TEST_CASE("scope filter: no false negatives, few false positives",
+          "[engine][subjects]") {
+  ScopeFilter f(10'000);
+  for (int i = 0; i < 10'000; ++i) f.Add("task:t" + std::to_string(i));
+  for (int i = 0; i < 10'000; ++i) {
+    REQUIRE(f.MaybeContains("task:t" + std::to_string(i)));
+  }
+  int false_positives = 0;
+  for (int i = 0; i < 100'000; ++i) {
+    false_positives += f.MaybeContains("task:other" + std::to_string(i));
+  }
+  CHECK(false_positives < 1000);  // under 1%
+  CHECK_FALSE(ScopeFilter().MaybeContains("user:alice"));
+}
+
+}  // namespace
+}  // namespace brake
