@@ -1,10 +1,15 @@
 #include "daemon/daemon.h"
 
+#include <fcntl.h>
+#include <malloc.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -21,6 +26,7 @@ constexpr uint64_t kHousekeepingMs = 100;
 // Subject buckets examined for eviction per housekeeping tick: a million
 // subjects are swept in about 25 s, a few hundred microseconds per tick.
 constexpr size_t kEvictScanPerTick = 4096;
+constexpr size_t kTrimAfterEvictions = 1024;
 
 // Lease ids carry a random prefix per run, so ids of leases restored from an
 // earlier run never collide with new ones.
@@ -61,8 +67,19 @@ Status Daemon::Start() {
                                      config_.lease_ttl_ms * 1000);
   dispatcher_ = std::make_unique<Dispatcher>(engine_.get(), &config_, &stats_);
 
-  auto store = Store::Open(options_.db_path);
+  // A marker file lives while the daemon runs: found at startup, the last
+  // run did not stop cleanly, and the database is checked whatever its log
+  // says.
+  running_marker_ = options_.db_path + ".running";
+  StoreOptions store_options;
+  store_options.quick_check_only_after_unclean_stop =
+      ::access(running_marker_.c_str(), F_OK) != 0;
+  auto store = Store::Open(options_.db_path, store_options);
   if (!store.ok()) return store.status();
+  Log(LogLevel::kInfo, "database %s: %s", options_.db_path.c_str(),
+      (*store)->quick_checked()
+          ? "unclean stop before: quick_check ok"
+          : "clean stop before: quick_check skipped");
   // Subjects (tasks, limiter states, spend) stay on disk until used.
   auto snapshot = (*store)->Load(Store::LoadWhat::kWithoutSubjects);
   if (!snapshot.ok()) return snapshot.status();
@@ -159,6 +176,15 @@ Status Daemon::Start() {
     Self<Daemon>(h->data)->OnLoopTurn();
   });
   Seal();  // persist what the config file changed
+  if (int fd = ::open(running_marker_.c_str(),
+                      O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      fd >= 0) {
+    ::close(fd);
+  } else {
+    Log(LogLevel::kWarn, "cannot create %s: %s; a crash will not force a "
+        "quick_check at the next start", running_marker_.c_str(),
+        strerror(errno));
+  }
   Log(LogLevel::kInfo, "braked %s listening on %s (durability %s)",
       BRAKE_VERSION, options_.socket_path.c_str(),
       config_.durability == Durability::kStrict ? "strict" : "batched");
@@ -406,8 +432,11 @@ void Daemon::EvictIdle() {
     // since was used since, so the cutoff keeps it.
     const int64_t cutoff = std::min(now - config_.subject_idle_ms * 1000,
                                     evict_barrier_us_);
-    stats_.subjects_evicted +=
+    const size_t evicted =
         engine_->EvictIdle(now, now - cutoff, kEvictScanPerTick);
+    stats_.subjects_evicted += static_cast<int64_t>(evicted);
+    // Many small frees leave glibc's heap holding the memory; give it back.
+    if (evicted >= kTrimAfterEvictions) malloc_trim(0);
   }
   if (committed) {
     Seal();
@@ -494,6 +523,7 @@ int Daemon::Run() {
     return 1;
   }
   uv_loop_init(&loop_);  // so the destructor's close is harmless
+  if (exit_code_ == 0) ::unlink(running_marker_.c_str());
   Log(LogLevel::kInfo, "stopped cleanly");
   return exit_code_;
 }

@@ -102,6 +102,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   // EvictIdle's barrier: the batch sealed at its last call, and when.
   uint64_t evict_barrier_seq_ = 0;
   int64_t evict_barrier_us_ = 0;
+  std::string running_marker_;  // db_path + ".running" while serving
   bool stopping_ = false;
   bool finishing_ = false;
   int exit_code_ = 0;

@@ -1,6 +1,7 @@
 #include "storage/store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <string>
 #include <string_view>
@@ -128,6 +129,7 @@ struct Store::Impl {
   Statement price_put;
   Statement ledger_insert;
   std::string state_text;  // reused to encode limiter and breaker states
+  bool quick_checked = false;
   // Set by the first I/O error or sign of corruption in a write; every later
   // write is refused with it (see FailClosed).
   std::string fatal;
@@ -384,6 +386,8 @@ Store::~Store() = default;
 
 int Store::SchemaVersion() { return storage::KnownSchemaVersion(); }
 
+bool Store::quick_checked() const { return impl_->quick_checked; }
+
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
                                            const StoreOptions& options) {
   auto impl = std::make_unique<Impl>();
@@ -403,7 +407,13 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   if (!version.ok()) return version.status();
   Status s = storage::CheckSchemaNotNewer(*version, SchemaVersion());
   if (!s.ok()) return s;
-  if (options.quick_check && !(s = RunQuickCheck(db)).ok()) return s;
+  bool check = options.quick_check;
+  if (check && options.quick_check_only_after_unclean_stop) {
+    struct stat wal;
+    check = ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  }
+  if (check && !(s = RunQuickCheck(db)).ok()) return s;
+  impl->quick_checked = check;
 
   if (!(s = EnableWal(db)).ok()) return s;
   s = ExecSql(db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF",

@@ -51,6 +51,12 @@ struct UsageTotal {
 struct StoreOptions {
   // Run PRAGMA quick_check at open; refuse to open a damaged database.
   bool quick_check = true;
+  // ... but only when a write-ahead log with frames is left beside the file
+  // (an unclean stop with changes not yet checkpointed; a clean close
+  // checkpoints and removes it), so that a restart need not read the whole
+  // file (the check is O(database size)). The daemon also keeps a marker
+  // of its own for crashes while the log was empty (see daemon.cc).
+  bool quick_check_only_after_unclean_stop = false;
 };
 
 class Store {
@@ -89,6 +95,8 @@ class Store {
   Status Checkpoint();
 
   static int SchemaVersion();  // the newest schema this binary knows
+  // Whether Open ran PRAGMA quick_check.
+  bool quick_checked() const;
 
  private:
   struct Impl;
