@@ -149,3 +149,24 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace brake::integration
+
+namespace brake::integration {
+namespace {
+
+TEST_CASE("quick_check runs at startup after kill -9, not after a clean stop",
+          "[integration]") {
+  RunningDaemon d;
+  const std::string marker = d.daemon.db_path() + ".running";
+  CHECK(FileExists(marker));
+  CHECK(d.daemon.Stop() == 0);
+  CHECK_FALSE(FileExists(marker));
+  REQUIRE(d.daemon.Restart());
+  CHECK_THAT(d.daemon.log(), Catch::Contains("quick_check skipped"));
+  d.daemon.Kill9();
+  CHECK(FileExists(marker));
+  REQUIRE(d.daemon.Restart());
+  CHECK_THAT(d.daemon.log(), Catch::Contains("quick_check ok"));
+}
+
+}  // namespace
+}  // namespace brake::integration

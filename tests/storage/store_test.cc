@@ -334,6 +334,19 @@ TEST_CASE("Store refuses a database that fails quick_check", "[storage]") {
       Catch::StartsWith("storage: database is damaged, refusing to open"));
   // Without the check the same file opens: the check is what refused it.
   CHECK(Store::Open(path, {.quick_check = false}).ok());
+  // After a clean close (no write-ahead log left) the check can be skipped;
+  // with frames in the log (an unclean stop) it runs.
+  const StoreOptions after_unclean{.quick_check = true,
+                                   .quick_check_only_after_unclean_stop = true};
+  {
+    auto skipped = Store::Open(path, after_unclean);
+    REQUIRE(skipped.ok());
+    CHECK_FALSE((*skipped)->quick_checked());
+  }
+  REQUIRE_FALSE(std::filesystem::exists(path + "-wal"));
+  std::ofstream(path + "-wal", std::ios::binary) << std::string(4096, '\0');
+  Result<std::unique_ptr<Store>> checked = Store::Open(path, after_unclean);
+  CHECK_FALSE(checked.ok());
 }
 
 TEST_CASE("Store refuses to serve a malformed stored state", "[storage]") {
