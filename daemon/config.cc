@@ -114,6 +114,12 @@ const std::vector<Setting>& Settings() {
       INT_SETTING(partial_line_timeout_ms, 100, 3600000, 10000, true,
                   "a connection holding an incomplete request line longer "
                   "than this is closed (slowloris)"),
+      INT_SETTING(top_max_subjects, 1, 1000000, 10000, false,
+                  "users, tasks and resources each tracked for the top op; "
+                  "when full the least active makes room"),
+      INT_SETTING(metrics_top_users, 0, 1000, 10, true,
+                  "the busiest users get per-user series in metrics "
+                  "(brake_user_*); 0: none"),
       Setting{"uid_users", "object uid -> [user...]", "{}", true,
               "restricts a peer uid to acting as the listed users; uids "
               "not listed may act as nobody (admins are unrestricted)",

@@ -1,8 +1,10 @@
 #include "daemon/ops.h"
 
 #include <cmath>
+#include <functional>
 
 #include "daemon/json_fields.h"
+#include "daemon/metrics_text.h"
 #include "daemon/policy_codec.h"
 #include "daemon/replies.h"
 #include "daemon/waiters.h"
@@ -18,6 +20,8 @@ constexpr int64_t kMaxTokens = 1'000'000'000'000;  // 1e12 per call
 constexpr int64_t kMaxRequests = 1'000'000;
 constexpr int64_t kMaxWaitMs = 3'600'000;
 constexpr int64_t kMaxLatencyMs = 86'400'000;
+constexpr int64_t kTopDefaultRows = 20;
+constexpr int64_t kTopMaxRows = 1000;
 
 json OptionalMs(int64_t us) {
   if (us == kNever) return nullptr;
@@ -105,8 +109,9 @@ struct OpHandlers {
     }
     auto outcome = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us);
     if (!outcome.ok()) return outcome.status();
-    d.CountAcquire(outcome->granted, outcome->denial.reason);
-    if (outcome->granted && storage_down) ++d.fail_open_grants_;
+    d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,
+                                 &outcome->lease});
+    if (outcome->granted && storage_down) ++d.counters_.fail_open_grants;
     FillAcquireReply(*outcome, 0, ctx.reply);
     return Status::Ok();
   }
@@ -137,7 +142,7 @@ struct OpHandlers {
     auto s = ctx.dispatcher->decider_.Commit(c, Int(req, "retry_after_ms", 0),
                                              ctx.now_us);
     if (!s.ok()) return s.status();
-    ++ctx.dispatcher->commits_;
+    ++ctx.dispatcher->counters_.commits;
     json& reply = *ctx.reply;
     reply["charged_tokens"] = s->charged_tokens;
     reply["charged_usd"] = NanoToUsd(s->charged_usd_nano);
@@ -150,7 +155,7 @@ struct OpHandlers {
     auto dup = ctx.dispatcher->decider_.Cancel(Str(ctx.request, "lease"),
                                                ctx.now_us);
     if (!dup.ok()) return dup.status();
-    ++ctx.dispatcher->cancels_;
+    ++ctx.dispatcher->counters_.cancels;
     if (*dup) (*ctx.reply)["duplicate"] = true;
     return Status::Ok();
   }
@@ -336,92 +341,70 @@ struct OpHandlers {
     return Status::Ok();
   }
 
+  // With uid_users, a non-admin peer sees only its users and their tasks;
+  // resources are shared by every user, so their rows are refused.
+  static Status Top(OpContext& ctx) {
+    Dispatcher& d = *ctx.dispatcher;
+    const std::string by = Str(ctx.request, "by");
+    const TopKind kind = by == "user"   ? TopKind::kUser
+                         : by == "task" ? TopKind::kTask
+                                        : TopKind::kResource;
+    const size_t limit =
+        static_cast<size_t>(Int(ctx.request, "limit", kTopDefaultRows));
+    std::function<bool(const std::string&)> keep;
+    if (!ctx.peer.admin && !d.config_->uid_users.empty()) {
+      if (kind == TopKind::kResource) {
+        return Status(ErrorCode::kForbidden,
+                      "by: resource rows count every user's acquires; only "
+                      "admins may see them when uid_users is set");
+      }
+      keep = [&ctx, &d, kind](const std::string& subject) {
+        const std::string user =
+            kind == TopKind::kUser ? subject : ctx.engine->TaskOwner(subject);
+        return !user.empty() && MayActAs(ctx, *d.config_, user).ok();
+      };
+    }
+    json rows = json::array();
+    for (const SubjectActivity& a : d.top_.Of(kind).Top(limit, keep)) {
+      json row = {{"subject", a.subject},
+                  {"grants", a.grants},
+                  {"denials", a.denials},
+                  {"tokens", a.tokens},
+                  {"usd", NanoToUsd(a.usd_nano)},
+                  {"uncounted_max", a.uncounted_max}};
+      if (d.waiters_ != nullptr) {
+        row["waiters"] = d.waiters_->CountFor(by + ":" + a.subject);
+      }
+      rows.push_back(std::move(row));
+    }
+    (*ctx.reply)["by"] = by;
+    (*ctx.reply)["rows"] = std::move(rows);
+    return Status::Ok();
+  }
+
   static Status Metrics(OpContext& ctx) {
     Dispatcher& d = *ctx.dispatcher;
-    const ServerStats& s = *d.stats_;
-    std::string t;
-    auto counter = [&t](const char* name, const char* help, const char* type) {
-      t += "# HELP ";
-      t += name;
-      t += " ";
-      t += help;
-      t += "\n# TYPE ";
-      t += name;
-      t += " ";
-      t += type;
-      t += "\n";
-    };
-    auto sample = [&t](const std::string& name, int64_t v) {
-      t += name + " " + std::to_string(v) + "\n";
-    };
-    counter("brake_requests_total", "Request lines handled.", "counter");
-    sample("brake_requests_total", d.requests_total_);
-    counter("brake_errors_total", "Requests answered with an error.",
-            "counter");
-    sample("brake_errors_total", d.errors_total_);
-    counter("brake_acquires_total", "Acquire decisions by result and reason.",
-            "counter");
-    sample("brake_acquires_total{result=\"granted\"}", d.acquires_granted_);
-    for (size_t i = 0; i < d.acquires_denied_.size(); ++i) {
-      sample("brake_acquires_total{result=\"denied\",reason=\"" +
-                 std::string(ReasonName(static_cast<Reason>(i))) + "\"}",
-             d.acquires_denied_[i]);
-    }
-    counter("brake_fail_open_grants_total",
-            "Acquires let through while storage failed (on_storage_error "
-            "open).",
-            "counter");
-    sample("brake_fail_open_grants_total", d.fail_open_grants_);
-    counter("brake_commits_total", "Leases committed.", "counter");
-    sample("brake_commits_total", d.commits_);
-    counter("brake_cancels_total", "Leases cancelled.", "counter");
-    sample("brake_cancels_total", d.cancels_);
-    counter("brake_leases_open", "Leases granted and not yet settled.",
-            "gauge");
-    sample("brake_leases_open",
-           static_cast<int64_t>(ctx.engine->open_leases()));
-    counter("brake_tasks", "Tasks known.", "gauge");
-    sample("brake_tasks", static_cast<int64_t>(ctx.engine->task_count()));
-    counter("brake_connections", "Open client connections.", "gauge");
-    sample("brake_connections", s.connections);
-    counter("brake_connections_total", "Connections accepted.", "counter");
-    sample("brake_connections_total", s.connections_total);
-    counter("brake_storage_batches_total", "Storage transactions committed.",
-            "counter");
-    sample("brake_storage_batches_total", s.storage_batches);
-    counter("brake_storage_failures_total", "Storage transactions failed.",
-            "counter");
-    sample("brake_storage_failures_total", s.storage_failures);
-    counter("brake_storage_commit_seconds_total",
-            "Time spent committing storage transactions.", "counter");
-    t += "brake_storage_commit_seconds_total " +
-         std::to_string(static_cast<double>(s.storage_commit_us_total) / 1e6) +
-         "\n";
-    counter("brake_waiters", "Acquires waiting (wait_ms > 0).", "gauge");
-    sample("brake_waiters", d.waiters_ ? static_cast<int64_t>(d.waiters_->size())
-                                       : 0);
-    const Totals spend = ctx.engine->SpendOf("global");
-    counter("brake_spend_tokens_total", "Tokens settled, all subjects.",
-            "counter");
-    sample("brake_spend_tokens_total", spend.tokens);
-    counter("brake_spend_usd_total", "usd settled, all subjects.", "counter");
-    t += "brake_spend_usd_total " + std::to_string(NanoToUsd(spend.usd_nano)) +
-         "\n";
-    int64_t open = 0, half_open = 0;
+    MetricsSources src;
+    src.counters = &d.counters_;
+    src.server = d.stats_;
+    src.leases_open = static_cast<int64_t>(ctx.engine->open_leases());
+    src.tasks = static_cast<int64_t>(ctx.engine->task_count());
+    src.waiters = d.waiters_ ? static_cast<int64_t>(d.waiters_->size()) : 0;
+    src.spend = ctx.engine->SpendOf("global");
     for (const BreakerView& v : d.decider_.OpenViews(ctx.now_us)) {
       if (v.snapshot.state == breaker::BreakerState::kHalfOpen) {
-        ++half_open;
+        ++src.breakers_half_open;
       } else {
-        ++open;
+        ++src.breakers_open;
       }
     }
-    counter("brake_breakers", "Breakers that are not closed, by state.",
-            "gauge");
-    sample("brake_breakers{state=\"open\"}", open);
-    sample("brake_breakers{state=\"half_open\"}", half_open);
-    counter("brake_storage_ok", "1 while storage writes succeed.", "gauge");
-    sample("brake_storage_ok", d.storage_ok_ ? 1 : 0);
-    (*ctx.reply)["text"] = std::move(t);
+    src.storage_ok = d.storage_ok_;
+    for (size_t i = 0; i < src.breaker_trips.size(); ++i) {
+      src.breaker_trips[i] = d.decider_.trips(static_cast<breaker::Cause>(i));
+    }
+    src.top_users = d.top_.Of(TopKind::kUser)
+                        .Top(static_cast<size_t>(d.config_->metrics_top_users));
+    (*ctx.reply)["text"] = MetricsText(src);
     return Status::Ok();
   }
 };
@@ -509,6 +492,12 @@ const std::vector<Dispatcher::Op> kOps = {
      &OpHandlers::Usage},
     {"metrics", false, "Prometheus text exposition", {},
      &OpHandlers::Metrics},
+    {"top",
+     false,
+     "the busiest users, tasks or resources since braked started",
+     {{"by", FieldKind::kEnum, true, 0, 0, "user|task|resource"},
+      {"limit", FieldKind::kInt, false, 1, kTopMaxRows}},
+     &OpHandlers::Top},
 };
 
 }  // namespace
