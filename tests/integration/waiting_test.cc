@@ -19,12 +19,6 @@
 namespace brake::integration {
 namespace {
 
-void SetPolicy(Client& c, const std::string& scope, const char* limits) {
-  CallOk(c, {{"op", "policy.set"},
-             {"scope", scope},
-             {"limits", json::parse(limits)}});
-}
-
 json AcquireLine(const json& id, const std::string& user,
                  const std::string& task, int64_t wait_ms) {
   return {{"id", id},
@@ -70,14 +64,6 @@ bool PollUntil(Fn done, int64_t timeout_ms) {
     SleepMs(10);
   }
   return true;
-}
-
-double Metric(Client& c, const std::string& name) {
-  json m = CallOk(c, {{"op", "metrics"}});
-  std::optional<double> v = MetricValue(m["text"], name);
-  INFO("metric " << name);
-  REQUIRE(v.has_value());
-  return *v;
 }
 
 const char* kGranted = "brake_acquires_total{result=\"granted\"}";
