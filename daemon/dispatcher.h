@@ -63,6 +63,10 @@ class Dispatcher {
   void CountAcquire(const AcquireAnswer& answer);
   const Counters& counters() const { return counters_; }
   const TopTracker& top() const { return top_; }
+  const ServerStats& stats() const { return *stats_; }
+  const Config& config() const { return *config_; }
+  // The waiters given to set_waiters, or nullptr.
+  const Waiters* waiters() const { return waiters_; }
 
   // Limits and breakers together, over the engine given at construction.
   Decider* decider() { return &decider_; }

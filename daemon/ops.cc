@@ -1,10 +1,9 @@
 #include "daemon/ops.h"
 
 #include <cmath>
-#include <functional>
 
 #include "daemon/json_fields.h"
-#include "daemon/metrics_text.h"
+#include "daemon/observe_ops.h"
 #include "daemon/policy_codec.h"
 #include "daemon/replies.h"
 #include "daemon/waiters.h"
@@ -20,8 +19,6 @@ constexpr int64_t kMaxTokens = 1'000'000'000'000;  // 1e12 per call
 constexpr int64_t kMaxRequests = 1'000'000;
 constexpr int64_t kMaxWaitMs = 3'600'000;
 constexpr int64_t kMaxLatencyMs = 86'400'000;
-constexpr int64_t kTopDefaultRows = 20;
-constexpr int64_t kTopMaxRows = 1000;
 
 json OptionalMs(int64_t us) {
   if (us == kNever) return nullptr;
@@ -55,7 +52,8 @@ std::optional<int64_t> OptInt(const json& req, const char* key) {
   return it->get<int64_t>();
 }
 
-// With uid_users configured, a non-admin peer may act only as its users.
+}  // namespace
+
 Status MayActAs(const OpContext& ctx, const Config& config,
                 const std::string& user) {
   if (ctx.peer.admin || config.uid_users.empty()) return Status::Ok();
@@ -67,8 +65,6 @@ Status MayActAs(const OpContext& ctx, const Config& config,
                 "user: uid " + std::to_string(ctx.peer.uid) +
                     " may not act as " + user + " (uid_users)");
 }
-
-}  // namespace
 
 // Handlers reach the dispatcher's counters through this friend.
 struct OpHandlers {
@@ -341,72 +337,6 @@ struct OpHandlers {
     return Status::Ok();
   }
 
-  // With uid_users, a non-admin peer sees only its users and their tasks;
-  // resources are shared by every user, so their rows are refused.
-  static Status Top(OpContext& ctx) {
-    Dispatcher& d = *ctx.dispatcher;
-    const std::string by = Str(ctx.request, "by");
-    const TopKind kind = by == "user"   ? TopKind::kUser
-                         : by == "task" ? TopKind::kTask
-                                        : TopKind::kResource;
-    const size_t limit =
-        static_cast<size_t>(Int(ctx.request, "limit", kTopDefaultRows));
-    std::function<bool(const std::string&)> keep;
-    if (!ctx.peer.admin && !d.config_->uid_users.empty()) {
-      if (kind == TopKind::kResource) {
-        return Status(ErrorCode::kForbidden,
-                      "by: resource rows count every user's acquires; only "
-                      "admins may see them when uid_users is set");
-      }
-      keep = [&ctx, &d, kind](const std::string& subject) {
-        const std::string user =
-            kind == TopKind::kUser ? subject : ctx.engine->TaskOwner(subject);
-        return !user.empty() && MayActAs(ctx, *d.config_, user).ok();
-      };
-    }
-    json rows = json::array();
-    for (const SubjectActivity& a : d.top_.Of(kind).Top(limit, keep)) {
-      json row = {{"subject", a.subject},
-                  {"grants", a.grants},
-                  {"denials", a.denials},
-                  {"tokens", a.tokens},
-                  {"usd", NanoToUsd(a.usd_nano)},
-                  {"uncounted_max", a.uncounted_max}};
-      if (d.waiters_ != nullptr) {
-        row["waiters"] = d.waiters_->CountFor(by + ":" + a.subject);
-      }
-      rows.push_back(std::move(row));
-    }
-    (*ctx.reply)["by"] = by;
-    (*ctx.reply)["rows"] = std::move(rows);
-    return Status::Ok();
-  }
-
-  static Status Metrics(OpContext& ctx) {
-    Dispatcher& d = *ctx.dispatcher;
-    MetricsSources src;
-    src.counters = &d.counters_;
-    src.server = d.stats_;
-    src.leases_open = static_cast<int64_t>(ctx.engine->open_leases());
-    src.tasks = static_cast<int64_t>(ctx.engine->task_count());
-    src.waiters = d.waiters_ ? static_cast<int64_t>(d.waiters_->size()) : 0;
-    src.spend = ctx.engine->SpendOf("global");
-    for (const BreakerView& v : d.decider_.OpenViews(ctx.now_us)) {
-      if (v.snapshot.state == breaker::BreakerState::kHalfOpen) {
-        ++src.breakers_half_open;
-      } else {
-        ++src.breakers_open;
-      }
-    }
-    src.storage_ok = d.storage_ok_;
-    for (size_t i = 0; i < src.breaker_trips.size(); ++i) {
-      src.breaker_trips[i] = d.decider_.trips(static_cast<breaker::Cause>(i));
-    }
-    src.top_users = d.top_.Of(TopKind::kUser)
-                        .Top(static_cast<size_t>(d.config_->metrics_top_users));
-    (*ctx.reply)["text"] = MetricsText(src);
-    return Status::Ok();
-  }
 };
 
 namespace {
@@ -491,13 +421,13 @@ const std::vector<Dispatcher::Op> kOps = {
       {"by", FieldKind::kEnum, false, 0, 0, "task|model|day|total"}},
      &OpHandlers::Usage},
     {"metrics", false, "Prometheus text exposition", {},
-     &OpHandlers::Metrics},
+     &MetricsOp},
     {"top",
      false,
      "the busiest users, tasks or resources since braked started",
      {{"by", FieldKind::kEnum, true, 0, 0, "user|task|resource"},
       {"limit", FieldKind::kInt, false, 1, kTopMaxRows}},
-     &OpHandlers::Top},
+     &TopOp},
 };
 
 }  // namespace
