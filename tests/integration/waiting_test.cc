@@ -341,6 +341,13 @@ TEST_CASE("waiting acquires are counted in brake_acquires_total",
   CHECK(
       Metric(c, "brake_acquires_total{result=\"denied\",reason=\"timeout\"}") ==
       1);
+  // Every waiting acquire's answer is in the wait histogram too, and the
+  // queue_full came from max_waiters_per_scope.
+  CHECK(Metric(c, "brake_wait_seconds_count{result=\"granted\"}") == 1);
+  CHECK(Metric(c, "brake_wait_seconds_count{result=\"queue_full\"}") == 1);
+  CHECK(Metric(c, "brake_wait_seconds_count{result=\"timeout\"}") == 1);
+  CHECK(Metric(c, "brake_limit_hits_total{limit=\"max_waiters_per_scope\"}") ==
+        1);
 }
 
 TEST_CASE("a waiter is woken by a cancel and by a lease expiring",
