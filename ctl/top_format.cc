@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-
 #include <sstream>
 
 #include "ctl/format.h"

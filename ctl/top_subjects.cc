@@ -17,16 +17,14 @@ Result<std::vector<SubjectRow>> ParseSubjects(const json& reply) {
   }
   std::vector<SubjectRow> out;
   for (const json& r : *rows) {
-    if (!r.is_object() || !r.contains("subject") ||
-        !r["subject"].is_string()) {
+    if (!r.is_object() || !r.contains("subject") || !r["subject"].is_string()) {
       return Status::Unavailable("top: a row has no \"subject\"");
     }
     SubjectRow row;
     row.subject = r["subject"].get<std::string>();
-    for (auto [key, field] : {std::pair{"grants", &row.grants},
-                              std::pair{"denials", &row.denials},
-                              std::pair{"tokens", &row.tokens},
-                              std::pair{"usd", &row.usd}}) {
+    for (auto [key, field] :
+         {std::pair{"grants", &row.grants}, std::pair{"denials", &row.denials},
+          std::pair{"tokens", &row.tokens}, std::pair{"usd", &row.usd}}) {
       auto v = r.find(key);
       if (v != r.end() && v->is_number()) *field = v->get<double>();
     }
@@ -59,8 +57,8 @@ void RenderSubjects(const std::string& title,
                     const std::vector<RatedSubject>& rows,
                     std::vector<std::string>* lines) {
   if (rows.empty()) return;
-  Table table({title, "GRANTS/S", "DENIALS/S", "GRANTS", "DENIALS", "TOKENS",
-               "USD"});
+  Table table(
+      {title, "GRANTS/S", "DENIALS/S", "GRANTS", "DENIALS", "TOKENS", "USD"});
   for (const RatedSubject& r : rows) {
     table.AddRow({r.row.subject, FormatRate(r.grants_per_s),
                   FormatRate(r.denials_per_s), FormatCount(r.row.grants),

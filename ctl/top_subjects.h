@@ -42,9 +42,9 @@ Result<std::vector<SubjectRow>> ParseSubjects(const nlohmann::json& reply);
 
 // `current` in order, rated against `previous` (nullptr on the first frame)
 // over `interval_ms`.
-std::vector<RatedSubject> RateSubjects(
-    const std::vector<SubjectRow>* previous,
-    const std::vector<SubjectRow>& current, int64_t interval_ms);
+std::vector<RatedSubject> RateSubjects(const std::vector<SubjectRow>* previous,
+                                       const std::vector<SubjectRow>& current,
+                                       int64_t interval_ms);
 
 // A table headed `title` ("BUSIEST USERS"), appended to `lines`, followed by
 // a blank line; nothing when there are no rows.

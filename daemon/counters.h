@@ -20,12 +20,12 @@ namespace brake {
 // The resource limits of braked itself; the wire names are the settings
 // that configure them (max_depth is fixed: JSON nested deeper than 32).
 enum class LimitHit {
-  kMaxLineBytes,           // line_too_long, connection closed
-  kMaxDepth,               // bad_json without parsing
-  kMaxConnections,         // too_many_connections, connection closed
-  kMaxOutputBytes,         // a client not reading its replies, closed
-  kPartialLineTimeoutMs,   // a slow-loris connection, closed
-  kMaxWaitersPerScope,     // a waiting acquire refused queue_full
+  kMaxLineBytes,          // line_too_long, connection closed
+  kMaxDepth,              // bad_json without parsing
+  kMaxConnections,        // too_many_connections, connection closed
+  kMaxOutputBytes,        // a client not reading its replies, closed
+  kPartialLineTimeoutMs,  // a slow-loris connection, closed
+  kMaxWaitersPerScope,    // a waiting acquire refused queue_full
 };
 inline constexpr size_t kLimitHitCount = 6;
 std::string_view LimitHitName(LimitHit limit);

@@ -171,19 +171,17 @@ std::string MetricsText(const MetricsSources& src) {
     t.Family(name, help, type);
     t.Sample(name, {}, value);
   };
-  one("brake_requests_total", "Request lines handled.", "counter",
-      c.requests);
+  one("brake_requests_total", "Request lines handled.", "counter", c.requests);
   one("brake_errors_total", "Requests answered with an error.", "counter",
       c.errors);
   t.Family("brake_acquires_total", "Acquire decisions by result and reason.",
            "counter");
-  t.Sample("brake_acquires_total", {{"result", "granted"}},
-           c.acquires_granted);
+  t.Sample("brake_acquires_total", {{"result", "granted"}}, c.acquires_granted);
   for (size_t i = 0; i < c.acquires_denied.size(); ++i) {
-    t.Sample("brake_acquires_total",
-             {{"result", "denied"},
-              {"reason", ReasonName(static_cast<Reason>(i))}},
-             c.acquires_denied[i]);
+    t.Sample(
+        "brake_acquires_total",
+        {{"result", "denied"}, {"reason", ReasonName(static_cast<Reason>(i))}},
+        c.acquires_denied[i]);
   }
   one("brake_fail_open_grants_total",
       "Acquires let through while storage failed (on_storage_error open).",
@@ -193,20 +191,18 @@ std::string MetricsText(const MetricsSources& src) {
   one("brake_leases_open", "Leases granted and not yet settled.", "gauge",
       src.leases_open);
   one("brake_tasks", "Tasks known.", "gauge", src.tasks);
-  one("brake_connections", "Open client connections.", "gauge",
-      s.connections);
+  one("brake_connections", "Open client connections.", "gauge", s.connections);
   one("brake_connections_total", "Connections accepted.", "counter",
       s.connections_total);
   one("brake_storage_batches_total", "Storage transactions committed.",
       "counter", s.storage_batches);
-  one("brake_storage_failures_total", "Storage transactions failed.",
-      "counter", s.storage_failures);
+  one("brake_storage_failures_total", "Storage transactions failed.", "counter",
+      s.storage_failures);
   t.Family("brake_storage_commit_seconds_total",
            "Time spent committing storage transactions.", "counter");
   t.Sample("brake_storage_commit_seconds_total", {},
            static_cast<double>(s.storage_commit_us_total) / 1e6);
-  one("brake_waiters", "Acquires waiting (wait_ms > 0).", "gauge",
-      src.waiters);
+  one("brake_waiters", "Acquires waiting (wait_ms > 0).", "gauge", src.waiters);
   one("brake_spend_tokens_total", "Tokens settled, all subjects.", "counter",
       src.spend.tokens);
   t.Family("brake_spend_usd_total", "usd settled, all subjects.", "counter");

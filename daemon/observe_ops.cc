@@ -29,8 +29,9 @@ Status MetricsOp(OpContext& ctx) {
   for (size_t i = 0; i < src.breaker_trips.size(); ++i) {
     src.breaker_trips[i] = d.decider()->trips(static_cast<breaker::Cause>(i));
   }
-  src.top_users = d.top().Of(TopKind::kUser).Top(
-      static_cast<size_t>(d.config().metrics_top_users));
+  src.top_users = d.top()
+                      .Of(TopKind::kUser)
+                      .Top(static_cast<size_t>(d.config().metrics_top_users));
   (*ctx.reply)["text"] = MetricsText(src);
   return Status::Ok();
 }
@@ -64,12 +65,10 @@ Status TopOp(OpContext& ctx) {
   json rows = json::array();
   for (const SubjectActivity& a :
        d.top().Of(kind).Top(static_cast<size_t>(limit), keep)) {
-    json row = {{"subject", a.subject},
-                {"grants", a.grants},
-                {"denials", a.denials},
-                {"tokens", a.tokens},
-                {"usd", NanoToUsd(a.usd_nano)},
-                {"uncounted_max", a.uncounted_max}};
+    json row = {
+        {"subject", a.subject},         {"grants", a.grants},
+        {"denials", a.denials},         {"tokens", a.tokens},
+        {"usd", NanoToUsd(a.usd_nano)}, {"uncounted_max", a.uncounted_max}};
     if (d.waiters() != nullptr) {
       row["waiters"] = d.waiters()->CountFor(by + ":" + a.subject);
     }

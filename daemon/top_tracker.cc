@@ -43,8 +43,7 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
 }
 
 std::vector<SubjectActivity> SubjectCounter::Top(
-    size_t limit,
-    const std::function<bool(const std::string&)>& keep) const {
+    size_t limit, const std::function<bool(const std::string&)>& keep) const {
   std::vector<const SubjectActivity*> all;
   all.reserve(by_subject_.size());
   for (const auto& [subject, a] : by_subject_) {

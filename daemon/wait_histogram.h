@@ -25,9 +25,9 @@ class WaitHistogram {
   // Upper bounds of the finite buckets in microseconds; a last bucket
   // (+Inf) takes the rest.
   static constexpr std::array<int64_t, 15> kBoundsUs = {
-      1'000,   2'500,   5'000,   10'000,    25'000,    50'000,    100'000,
-      250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000,
-      30'000'000, 60'000'000};
+      1'000,     2'500,     5'000,      10'000,     25'000,
+      50'000,    100'000,   250'000,    500'000,    1'000'000,
+      2'500'000, 5'000'000, 10'000'000, 30'000'000, 60'000'000};
   static constexpr size_t kBuckets = kBoundsUs.size() + 1;
   // Results: granted, then one per Reason in its order.
   static constexpr size_t kResults = 1 + kReasonCount;

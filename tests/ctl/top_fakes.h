@@ -115,7 +115,7 @@ struct Outcome {
 };
 
 inline Outcome RunTopCtl(FakeDaemon* daemon, FakeTerminal* terminal,
-                  std::vector<const char*> args) {
+                         std::vector<const char*> args) {
   CtlEnv env;
   env.connect = [daemon](const std::string& path,
                          int64_t) -> Result<std::unique_ptr<Transport>> {

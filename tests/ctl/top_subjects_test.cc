@@ -20,10 +20,10 @@ std::string TopReply(const std::string& by, const std::vector<json>& rows) {
   return json{{"ok", true}, {"by", by}, {"rows", json(rows)}}.dump();
 }
 
-json Row(const std::string& subject, int grants, int denials,
-         double usd = 0) {
-  return {{"subject", subject}, {"grants", grants}, {"denials", denials},
-          {"tokens", grants * 100},  {"usd", usd},  {"uncounted_max", 0},
+json Row(const std::string& subject, int grants, int denials, double usd = 0) {
+  return {{"subject", subject}, {"grants", grants},
+          {"denials", denials}, {"tokens", grants * 100},
+          {"usd", usd},         {"uncounted_max", 0},
           {"waiters", 0}};
 }
 
@@ -45,14 +45,13 @@ TEST_CASE("top subjects: rates from the same subject in the previous frame",
           "[ctl][top]") {
   std::vector<SubjectRow> before = {{"alice", 10, 2, 0, 0},
                                     {"bob", 5, 0, 0, 0}};
-  std::vector<SubjectRow> now = {{"alice", 30, 6, 0, 0},
-                                 {"carol", 9, 0, 0, 0},
-                                 {"bob", 1, 0, 0, 0}};
+  std::vector<SubjectRow> now = {
+      {"alice", 30, 6, 0, 0}, {"carol", 9, 0, 0, 0}, {"bob", 1, 0, 0, 0}};
   auto rated = RateSubjects(&before, now, 2000);
   REQUIRE(rated.size() == 3);
   CHECK(rated[0].grants_per_s == 10.0);  // +20 in 2 s
   CHECK(rated[0].denials_per_s == 2.0);
-  CHECK_FALSE(rated[1].grants_per_s);  // not listed before: no rate yet
+  CHECK_FALSE(rated[1].grants_per_s);   // not listed before: no rate yet
   CHECK(rated[2].grants_per_s == 0.5);  // went down: braked restarted
   auto first = RateSubjects(nullptr, now, 0);
   CHECK_FALSE(first[0].grants_per_s);
@@ -112,8 +111,8 @@ TEST_CASE("top shows the busiest users and tasks with rates", "[ctl][top]") {
     CHECK_THAT(frame2, Catch::Contains("\nt-42                  0          0"));
   }
   SECTION("in --json frames") {
-    Outcome o = RunTopCtl(&daemon, &terminal,
-                          {"--json", "top", "--iterations", "2"});
+    Outcome o =
+        RunTopCtl(&daemon, &terminal, {"--json", "top", "--iterations", "2"});
     CHECK(o.code == kExitOk);
     std::istringstream lines(o.out);
     std::vector<json> frames;
@@ -140,8 +139,8 @@ TEST_CASE("top without the top op shows the rest", "[ctl][top]") {
     CHECK(o.out.find("BUSIEST") == std::string::npos);
     CHECK(o.out.find("busiest") == std::string::npos);
     CHECK_THAT(o.out, Catch::Contains("granted"));
-    Outcome j = RunTopCtl(&daemon, &terminal,
-                          {"--json", "top", "--iterations", "1"});
+    Outcome j =
+        RunTopCtl(&daemon, &terminal, {"--json", "top", "--iterations", "1"});
     CHECK(json::parse(j.out)["busiest_users"].is_null());
   }
   SECTION("a refusal is shown and asked again next frame") {

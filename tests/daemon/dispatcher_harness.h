@@ -5,10 +5,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "budget/calendar.h"
 #include "budget/engine.h"

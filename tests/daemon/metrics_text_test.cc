@@ -55,8 +55,8 @@ TEST_CASE("metrics text: histogram, trips, limit hits and busiest users",
   INFO(text);
 
   CHECK(HasLine(text, "# TYPE brake_wait_seconds histogram"));
-  CHECK(HasLine(text,
-                "brake_wait_seconds_bucket{result=\"granted\",le=\"0.025\"} 0"));
+  CHECK(HasLine(
+      text, "brake_wait_seconds_bucket{result=\"granted\",le=\"0.025\"} 0"));
   CHECK(HasLine(text,
                 "brake_wait_seconds_bucket{result=\"granted\",le=\"0.05\"} 1"));
   CHECK(HasLine(text,
@@ -76,8 +76,8 @@ TEST_CASE("metrics text: histogram, trips, limit hits and busiest users",
   for (const char* limit :
        {"max_depth", "max_connections", "max_output_bytes",
         "partial_line_timeout_ms", "max_waiters_per_scope"}) {
-    CHECK(HasLine(text, std::string("brake_limit_hits_total{limit=\"") +
-                            limit + "\"} 0"));
+    CHECK(HasLine(text, std::string("brake_limit_hits_total{limit=\"") + limit +
+                            "\"} 0"));
   }
 
   CHECK(HasLine(text, "brake_user_grants_total{user=\"alice\"} 7"));

@@ -32,7 +32,8 @@ json TopOf(const std::string& by, std::optional<int> limit = std::nullopt) {
 
 // The value of the sample `name` (labels included) in a metrics reply.
 std::optional<double> Metric(Harness& h, const std::string& name) {
-  std::istringstream in(h.Ok(json{{"op", "metrics"}})["text"].get<std::string>());
+  std::istringstream in(
+      h.Ok(json{{"op", "metrics"}})["text"].get<std::string>());
   for (std::string line; std::getline(in, line);) {
     if (line.rfind(name + " ", 0) == 0) {
       return std::strtod(line.c_str() + name.size() + 1, nullptr);

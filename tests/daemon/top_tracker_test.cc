@@ -21,8 +21,8 @@ void Hits(SubjectCounter* c, const std::string& subject, int grants,
   for (int i = 0; i < denials; ++i) c->Record(subject, false, 10, 1000);
 }
 
-AcquireRequest Request(std::string user, std::string task,
-                       std::string resource, int64_t tokens) {
+AcquireRequest Request(std::string user, std::string task, std::string resource,
+                       int64_t tokens) {
   AcquireRequest r;
   r.user = std::move(user);
   r.task = std::move(task);
@@ -40,7 +40,7 @@ TEST_CASE("top tracker: counts grants, denials and what grants reserved",
   CHECK(rows[0].subject == "alice");
   CHECK(rows[0].grants == 3);
   CHECK(rows[0].denials == 2);
-  CHECK(rows[0].tokens == 30);       // denials reserve nothing
+  CHECK(rows[0].tokens == 30);  // denials reserve nothing
   CHECK(rows[0].usd_nano == 3000);
   CHECK(rows[0].uncounted_max == 0);
   CHECK(rows[0].activity() == 5);
@@ -59,8 +59,7 @@ TEST_CASE("top tracker: busiest first, ties by name, at most limit rows",
   CHECK(c.Top(0).empty());
   SECTION("a filter keeps only the subjects it accepts, before the limit") {
     auto keep = [](const std::string& s) { return s != "alice"; };
-    CHECK(Subjects(c.Top(2, keep)) ==
-          std::vector<std::string>{"bob", "carol"});
+    CHECK(Subjects(c.Top(2, keep)) == std::vector<std::string>{"bob", "carol"});
   }
 }
 
@@ -72,9 +71,10 @@ TEST_CASE("top tracker: never tracks more than its capacity", "[top]") {
   CHECK(c.Top(100).size() == 3);
 }
 
-TEST_CASE("top tracker: the least active makes room and a newcomer inherits "
-          "its rank",
-          "[top]") {
+TEST_CASE(
+    "top tracker: the least active makes room and a newcomer inherits "
+    "its rank",
+    "[top]") {
   SubjectCounter c(3);
   Hits(&c, "heavy", 50);
   Hits(&c, "medium", 5);
@@ -82,8 +82,8 @@ TEST_CASE("top tracker: the least active makes room and a newcomer inherits "
   Hits(&c, "new", 1);  // full: light (rank 2) goes
   auto rows = c.Top(10);
   CHECK(Subjects(rows) == std::vector<std::string>{"heavy", "medium", "new"});
-  CHECK(rows[2].grants == 1);          // exact since it was admitted
-  CHECK(rows[2].uncounted_max == 2);   // light's rank
+  CHECK(rows[2].grants == 1);         // exact since it was admitted
+  CHECK(rows[2].uncounted_max == 2);  // light's rank
   SECTION("a crowd of occasional subjects does not push out a busy one") {
     // Space-saving keeps every subject with more than (all acquires) /
     // capacity: 118 / 3 < 50.

@@ -10,17 +10,17 @@ constexpr size_t kGranted = 0;
 constexpr size_t kTimeout = 1 + static_cast<size_t>(Reason::kTimeout);
 constexpr size_t kInf = WaitHistogram::kBuckets - 1;
 
-TEST_CASE("wait histogram: a wait lands in the first bucket whose bound it "
-          "does not exceed",
-          "[histogram]") {
+TEST_CASE(
+    "wait histogram: a wait lands in the first bucket whose bound it "
+    "does not exceed",
+    "[histogram]") {
   struct Case {
     int64_t waited_us;
     size_t bucket;  // index of the first bucket that counts it
   };
   const Case cases[] = {
-      {0, 0},           {-5, 0},          {1'000, 0},   {1'001, 1},
-      {2'500, 1},       {60'000'000, 14}, {60'000'001, kInf},
-      {3'600'000'000, kInf},
+      {0, 0},     {-5, 0},          {1'000, 0},         {1'001, 1},
+      {2'500, 1}, {60'000'000, 14}, {60'000'001, kInf}, {3'600'000'000, kInf},
   };
   for (const Case& c : cases) {
     CAPTURE(c.waited_us);
@@ -35,8 +35,8 @@ TEST_CASE("wait histogram: a wait lands in the first bucket whose bound it "
 
 TEST_CASE("wait histogram: counts and sums per result", "[histogram]") {
   WaitHistogram h;
-  h.Observe(true, Reason::kRateLimited, 3'000);      // granted
-  h.Observe(true, Reason::kTimeout, 40'000);         // granted: reason unused
+  h.Observe(true, Reason::kRateLimited, 3'000);  // granted
+  h.Observe(true, Reason::kTimeout, 40'000);     // granted: reason unused
   h.Observe(false, Reason::kTimeout, 2'000'000);
   CHECK(h.Count(kGranted) == 2);
   CHECK(h.SumUs(kGranted) == 43'000);

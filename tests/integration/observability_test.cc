@@ -42,8 +42,7 @@ TEST_CASE("top answers the busiest users and tasks since start",
 
   SECTION("bad values are bad_request naming the field") {
     RequireError(c.Call({{"op", "top"}}), "bad_request", "by");
-    RequireError(c.Call({{"op", "top"}, {"by", "model"}}), "bad_request",
-                 "by");
+    RequireError(c.Call({{"op", "top"}, {"by", "model"}}), "bad_request", "by");
     RequireError(c.Call({{"op", "top"}, {"by", "user"}, {"limit", 0}}),
                  "bad_request", "limit");
     RequireError(c.Call({{"op", "top"}, {"by", "user"}, {"limit", 1001}}),
@@ -73,10 +72,12 @@ TEST_CASE("brake_wait_seconds observes how long waiters waited",
 
   CHECK(Metric(c, "brake_wait_seconds_count{result=\"granted\"}") == 1);
   CHECK(Metric(c, "brake_wait_seconds_sum{result=\"granted\"}") >= 0.1);
-  CHECK(Metric(c, "brake_wait_seconds_bucket{result=\"granted\",le=\"0.05\"}") ==
-        0);
-  CHECK(Metric(c, "brake_wait_seconds_bucket{result=\"granted\",le=\"+Inf\"}") ==
-        1);
+  CHECK(
+      Metric(c, "brake_wait_seconds_bucket{result=\"granted\",le=\"0.05\"}") ==
+      0);
+  CHECK(
+      Metric(c, "brake_wait_seconds_bucket{result=\"granted\",le=\"+Inf\"}") ==
+      1);
   // A grant further away than wait_ms is a timeout at once.
   json refused = Acquire(c, "w", "t1", {{"wait_ms", 10}});
   REQUIRE(refused["reason"] == "timeout");
@@ -127,8 +128,7 @@ TEST_CASE("brake_limit_hits_total counts braked's own limits",
   SECTION("a connection beyond max_connections") {
     Client second = d.daemon.Connect();
     Client third = d.daemon.Connect();
-    RequireError(json::parse(third.ReadLine().value()),
-                 "too_many_connections");
+    RequireError(json::parse(third.ReadLine().value()), "too_many_connections");
     CHECK(Metric(c, "brake_limit_hits_total{limit=\"max_connections\"}") == 1);
   }
 }
