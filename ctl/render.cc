@@ -286,8 +286,7 @@ void RenderMetrics(const json&, const json& reply, std::ostream& out) {
   if (!s.empty() && s.back() != '\n') out << '\n';
 }
 
-void RenderTopRows(const json& request, const json& reply,
-                   std::ostream& out) {
+void RenderTopRows(const json& request, const json& reply, std::ostream& out) {
   const json& rows = Member(reply, "rows");
   if (!rows.is_array() || rows.empty()) {
     out << "no acquires yet\n";

@@ -49,8 +49,7 @@ bool NestedTooDeep(std::string_view line) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(Engine* engine, const Config* config,
-                       ServerStats* stats)
+Dispatcher::Dispatcher(Engine* engine, const Config* config, ServerStats* stats)
     : engine_(engine),
       decider_(engine),
       config_(config),
@@ -69,7 +68,9 @@ void Dispatcher::CountAcquire(const AcquireAnswer& a) {
   } else {
     ++counters_.acquires_denied[static_cast<size_t>(a.reason)];
   }
-  if (a.waited_us >= 0) counters_.waits.Observe(a.granted, a.reason, a.waited_us);
+  if (a.waited_us >= 0) {
+    counters_.waits.Observe(a.granted, a.reason, a.waited_us);
+  }
   if (a.request != nullptr) top_.Record(*a.request, a.granted, usd_nano);
 }
 

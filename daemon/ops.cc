@@ -336,7 +336,6 @@ struct OpHandlers {
     ctx.parked = true;
     return Status::Ok();
   }
-
 };
 
 namespace {

@@ -86,9 +86,8 @@ void Waiters::Acquire(ParkRequest park) {
   Arm();
 }
 
-void Waiters::Count(const AcquireRequest& request, bool granted,
-                    Reason reason, const std::string* lease,
-                    int64_t waited_us) {
+void Waiters::Count(const AcquireRequest& request, bool granted, Reason reason,
+                    const std::string* lease, int64_t waited_us) {
   if (on_answer_) {
     on_answer_(AcquireAnswer{&request, granted, reason, lease, waited_us});
   }
