@@ -5,6 +5,7 @@
 #include "budget/pricing.h"  // SaturatingAdd
 
 namespace brake {
+
 SubjectCounter::SubjectCounter(size_t capacity)
     : capacity_(std::max<size_t>(1, capacity)) {}
 
@@ -44,23 +45,32 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
 
 std::vector<SubjectActivity> SubjectCounter::Top(
     size_t limit, const std::function<bool(const std::string&)>& keep) const {
-  std::vector<const SubjectActivity*> all;
-  all.reserve(by_subject_.size());
-  for (const auto& [subject, a] : by_subject_) {
-    if (!keep || keep(subject)) all.push_back(&a);
+  auto busier = [](const SubjectActivity* x, const SubjectActivity* y) {
+    if (x->activity() != y->activity()) return x->activity() > y->activity();
+    return x->subject < y->subject;
+  };
+  // Activity never exceeds rank, so walk the ranks from the top and stop
+  // once no lower rank can beat the least busy of the `limit` found: a
+  // query costs about `limit` steps, not the whole table.
+  std::vector<const SubjectActivity*> best;  // a heap, least busy in front
+  if (limit == 0) return {};
+  for (auto r = by_rank_.rbegin(); r != by_rank_.rend(); ++r) {
+    if (best.size() == limit && r->first < best.front()->activity()) break;
+    const SubjectActivity& a = by_subject_.at(std::string(r->second));
+    if (keep && !keep(a.subject)) continue;
+    if (best.size() < limit) {
+      best.push_back(&a);
+      std::push_heap(best.begin(), best.end(), busier);
+    } else if (busier(&a, best.front())) {
+      std::pop_heap(best.begin(), best.end(), busier);
+      best.back() = &a;
+      std::push_heap(best.begin(), best.end(), busier);
+    }
   }
-  const size_t n = std::min(limit, all.size());
-  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(n),
-                    all.end(),
-                    [](const SubjectActivity* x, const SubjectActivity* y) {
-                      if (x->activity() != y->activity()) {
-                        return x->activity() > y->activity();
-                      }
-                      return x->subject < y->subject;
-                    });
+  std::sort(best.begin(), best.end(), busier);
   std::vector<SubjectActivity> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) out.push_back(*all[i]);
+  out.reserve(best.size());
+  for (const SubjectActivity* a : best) out.push_back(*a);
   return out;
 }
 

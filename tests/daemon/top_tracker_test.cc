@@ -2,6 +2,7 @@
 #include "daemon/top_tracker.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,6 +102,29 @@ TEST_CASE(
           std::vector<std::string>{"heavy", "medium", "light"});
     CHECK(after[2].grants == 1);
     CHECK(after[2].uncounted_max == 3);
+  }
+}
+
+TEST_CASE("top tracker: a short list is the head of the full one", "[top]") {
+  // Top() stops walking the ranks early; it must still find the busiest.
+  SubjectCounter c(10);
+  std::minstd_rand random(42);
+  for (int i = 0; i < 3000; ++i) {
+    // Skewed: low numbers far more often.
+    const int n =
+        static_cast<int>(random() % 40) * static_cast<int>(random() % 40) / 40;
+    c.Record("s" + std::to_string(n), random() % 3 != 0, 1, 1);
+  }
+  const auto all = c.Top(1000);
+  REQUIRE(all.size() == 10);
+  for (size_t k = 1; k <= 10; ++k) {
+    CAPTURE(k);
+    auto head = c.Top(k);
+    REQUIRE(head.size() == k);
+    for (size_t i = 0; i < k; ++i) CHECK(head[i].subject == all[i].subject);
+  }
+  for (size_t i = 1; i < all.size(); ++i) {
+    CHECK(all[i - 1].activity() >= all[i].activity());
   }
 }
 
