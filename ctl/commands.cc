@@ -34,6 +34,11 @@ Status BuildStatus(const ParsedArgs& args, const BuildContext&, json*) {
   return Status::Ok();
 }
 
+Status BuildBusiest(const ParsedArgs&, const BuildContext&, json* request) {
+  if (!request->contains("by")) (*request)["by"] = "user";
+  return Status::Ok();
+}
+
 Status BuildCommit(const ParsedArgs& args, const BuildContext&, json*) {
   if (args.Has("--retry-after-ms") && args.Get("--outcome") != "throttled") {
     return UsageError("--retry-after-ms: only with --outcome throttled");
@@ -288,6 +293,16 @@ std::vector<CommandSpec> MakeCommands() {
                {},
                nullptr,
                RenderMetrics});
+  c.push_back({"busiest",
+               "top",
+               "the busiest users, tasks or resources since braked started",
+               false,
+               {Choice("--by", "by", "user|task|resource",
+                       "count by (default user)"),
+                Flag("--limit", "N", "limit", kCount,
+                     "at most N rows (default 20, at most 1000)")},
+               BuildBusiest,
+               RenderTopRows});
   c.push_back({"top",
                "metrics",
                "live view: acquire rates by reason, leases, waiters, spend, "

@@ -286,4 +286,25 @@ void RenderMetrics(const json&, const json& reply, std::ostream& out) {
   if (!s.empty() && s.back() != '\n') out << '\n';
 }
 
+void RenderTopRows(const json& request, const json& reply, std::ostream& out) {
+  const json& rows = Member(reply, "rows");
+  if (!rows.is_array() || rows.empty()) {
+    out << "no acquires yet\n";
+    return;
+  }
+  const json& by = Member(request, "by");
+  const char* kColumns[] = {"grants", "denials", "tokens",
+                            "usd",    "waiters", "uncounted_max"};
+  std::vector<std::string> headers = {
+      by.is_string() ? Upper(by.get<std::string>()) : "USER"};
+  for (const char* c : kColumns) headers.push_back(Upper(c));
+  Table table(headers);
+  for (const json& row : rows) {
+    std::vector<std::string> cells = {FormatField(row, "subject")};
+    for (const char* c : kColumns) cells.push_back(FormatField(row, c));
+    table.AddRow(cells);
+  }
+  table.Render(out);
+}
+
 }  // namespace brake::ctl

@@ -45,6 +45,9 @@ void RenderBreakers(const nlohmann::json& request, const nlohmann::json& reply,
 // The "rows" array of a usage report as a table, with a total line.
 void RenderUsage(const nlohmann::json& request, const nlohmann::json& reply,
                  std::ostream& out);
+// The "rows" of a `top` reply as a table, busiest first.
+void RenderTopRows(const nlohmann::json& request, const nlohmann::json& reply,
+                   std::ostream& out);
 // The "text" field unchanged (Prometheus exposition).
 void RenderMetrics(const nlohmann::json& request, const nlohmann::json& reply,
                    std::ostream& out);

@@ -9,6 +9,7 @@
 #include "ctl/format.h"
 #include "ctl/render.h"
 #include "ctl/table.h"
+#include "ctl/top_format.h"
 
 namespace brake::ctl {
 
@@ -34,72 +35,9 @@ Rated RateOf(const TopSnapshot* previous, const TopSnapshot& current,
   if (previous == nullptr || !r.total) return r;
   std::optional<double> before = previous->metrics.Sum(name, match);
   const int64_t dt_ms = current.at_ms - previous->at_ms;
-  if (!before || dt_ms <= 0) return r;
-  const double delta = *r.total >= *before ? *r.total - *before : *r.total;
-  r.per_s = delta * 1000.0 / static_cast<double>(dt_ms);
+  if (!before) return r;
+  r.per_s = PerSecond(*before, *r.total, dt_ms);
   return r;
-}
-
-// "1234", "12.5", "0.25": rates and gauges, fewer decimals as they grow.
-std::string FormatRate(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) return "-";
-  char buf[64];
-  const double a = std::fabs(*v);
-  if (a == 0) return "0";
-  if (a >= 100) {
-    std::snprintf(buf, sizeof buf, "%.0f", *v);
-  } else if (a >= 1) {
-    std::snprintf(buf, sizeof buf, "%.1f", *v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f", *v);
-  }
-  return buf;
-}
-
-// Counters and gauges: integers in full, fractions by FormatDecimal.
-std::string FormatCount(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) return "-";
-  if (*v == std::floor(*v) && std::fabs(*v) < 9e15) {
-    return std::to_string(static_cast<int64_t>(*v));
-  }
-  return FormatDecimal(*v);
-}
-
-std::string FormatMs(double ms) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, ms < 10 ? "%.3f" : "%.1f", ms);
-  return buf;
-}
-
-// "12:34:56 UTC"
-std::string FormatClock(int64_t wall_ms) {
-  int64_t s = (wall_ms / 1000) % 86400;
-  if (s < 0) s += 86400;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d UTC",
-                static_cast<int>(s / 3600), static_cast<int>(s / 60 % 60),
-                static_cast<int>(s % 60));
-  return buf;
-}
-
-// The first `width` code points of `line`.
-std::string Truncate(const std::string& line, int width) {
-  if (width <= 0 || DisplayWidth(line) <= static_cast<size_t>(width)) {
-    return line;
-  }
-  size_t points = 0;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) {
-      if (points == static_cast<size_t>(width)) return line.substr(0, i);
-      ++points;
-    }
-  }
-  return line;
-}
-
-void AppendLines(const std::string& text, std::vector<std::string>* lines) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines->push_back(line);
 }
 
 // "label value" pairs joined by two spaces, skipping absent values.
@@ -123,24 +61,18 @@ std::string TitleLine(const FrameHeader& header) {
   return title;
 }
 
-json Number(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) return nullptr;
-  if (*v == std::floor(*v) && std::fabs(*v) < 9e15) {
-    return static_cast<int64_t>(*v);
-  }
-  return *v;
-}
-
 json RatedJson(const Rated& r) {
-  return {{"total", Number(r.total)}, {"per_s", Number(r.per_s)}};
+  return {{"total", NumberJson(r.total)}, {"per_s", NumberJson(r.per_s)}};
 }
 
 // The reply to `op` on `transport`, or why there is none. `*broken` says
 // whether the connection itself failed (it must then be reopened).
 Result<json> Ask(Transport& transport, const char* op, int64_t* next_id,
-                 int64_t timeout_ms, bool* broken) {
+                 int64_t timeout_ms, bool* broken,
+                 const json& fields = json::object()) {
   const json id = (*next_id)++;
-  const json request = {{"id", id}, {"op", op}};
+  json request = {{"id", id}, {"op", op}};
+  request.update(fields);
   Result<std::string> line =
       transport.Exchange(DumpJson(request), id, timeout_ms);
   if (!line.ok()) {
@@ -167,6 +99,39 @@ struct Loop {
   Terminal& term;
   std::unique_ptr<Transport> transport;
   int64_t next_id = 1;
+  // False once the daemon said it has no `top` op: asking an older braked
+  // every frame would only add to its error count. Asked again after a
+  // reconnect (it may have been upgraded).
+  bool top_op = true;
+
+  // The busiest users and tasks into `snap`; false when the connection
+  // broke.
+  bool FetchSubjects(TopSnapshot* snap) {
+    for (auto [by, rows] : {std::pair{"user", &snap->busiest_users},
+                            std::pair{"task", &snap->busiest_tasks}}) {
+      if (!top_op) return true;
+      bool broken = false;
+      Result<json> reply =
+          Ask(*transport, "top", &next_id, ctx.timeout_ms, &broken,
+              {{"by", by}, {"limit", kTopSubjectRows}});
+      if (broken) return false;
+      if (!reply.ok()) {
+        if (reply.status().message().rfind("unknown_op", 0) == 0) {
+          top_op = false;
+        } else {
+          snap->subjects_error = reply.status().message();
+        }
+        return true;
+      }
+      Result<std::vector<SubjectRow>> parsed = ParseSubjects(*reply);
+      if (!parsed.ok()) {
+        snap->subjects_error = parsed.status().message();
+        return true;
+      }
+      *rows = std::move(*parsed);
+    }
+    return true;
+  }
 
   Result<TopSnapshot> Fetch() {
     if (!transport) {
@@ -174,6 +139,7 @@ struct Loop {
       Result<std::unique_ptr<Transport>> t = ctx.connect();
       if (!t.ok()) return t.status();
       transport = std::move(*t);
+      top_op = true;
     }
     bool broken = false;
     Result<json> metrics =
@@ -207,6 +173,10 @@ struct Loop {
       snap.breakers = (*breakers)["breakers"];
     } else {
       snap.breakers_error = "reply has no \"breakers\"";
+    }
+    if (!FetchSubjects(&snap)) {
+      transport.reset();
+      return Status::Unavailable("top: connection lost");
     }
     return snap;
   }
@@ -263,6 +233,18 @@ TopFrame ComputeFrame(const TopSnapshot* previous, const TopSnapshot& current) {
   f.spend_usd = RateOf(previous, current, "brake_spend_usd_total");
   f.breakers = current.breakers;
   f.breakers_error = current.breakers_error;
+  const bool had = previous != nullptr;
+  if (current.busiest_users) {
+    f.busiest_users = RateSubjects(
+        had && previous->busiest_users ? &*previous->busiest_users : nullptr,
+        *current.busiest_users, f.interval_ms);
+  }
+  if (current.busiest_tasks) {
+    f.busiest_tasks = RateSubjects(
+        had && previous->busiest_tasks ? &*previous->busiest_tasks : nullptr,
+        *current.busiest_tasks, f.interval_ms);
+  }
+  f.subjects_error = current.subjects_error;
   return f;
 }
 
@@ -329,6 +311,16 @@ std::vector<std::string> RenderFrame(const TopFrame& f,
   }
   lines.push_back(storage);
   lines.emplace_back();
+  if (f.busiest_users) {
+    RenderSubjects("BUSIEST USERS", *f.busiest_users, &lines);
+  }
+  if (f.busiest_tasks) {
+    RenderSubjects("BUSIEST TASKS", *f.busiest_tasks, &lines);
+  }
+  if (!f.subjects_error.empty()) {
+    lines.push_back("busiest: unavailable (" + f.subjects_error + ")");
+    lines.emplace_back();
+  }
 
   if (!f.breakers.is_array()) {
     std::string line = "breakers: unavailable";
@@ -373,19 +365,23 @@ json FrameJson(const TopFrame& f, int64_t wall_ms) {
       {"commits", RatedJson(f.commits)},
       {"cancels", RatedJson(f.cancels)},
       {"errors", RatedJson(f.errors)},
-      {"leases_open", Number(f.leases_open)},
-      {"connections", Number(f.connections)},
-      {"tasks", Number(f.tasks)},
-      {"waiters", Number(f.waiters)},
+      {"leases_open", NumberJson(f.leases_open)},
+      {"connections", NumberJson(f.connections)},
+      {"tasks", NumberJson(f.tasks)},
+      {"waiters", NumberJson(f.waiters)},
       {"storage",
        {{"ok", f.storage_ok ? json(*f.storage_ok > 0) : json()},
         {"batches", RatedJson(f.storage_batches)},
-        {"failures", Number(f.storage_failures)},
-        {"commit_ms", Number(f.commit_ms)}}},
+        {"failures", NumberJson(f.storage_failures)},
+        {"commit_ms", NumberJson(f.commit_ms)}}},
       {"spend",
        {{"tokens", RatedJson(f.spend_tokens)},
         {"usd", RatedJson(f.spend_usd)}}},
       {"breakers", f.breakers},
+      {"busiest_users",
+       f.busiest_users ? SubjectsJson(*f.busiest_users) : json()},
+      {"busiest_tasks",
+       f.busiest_tasks ? SubjectsJson(*f.busiest_tasks) : json()},
   };
 }
 

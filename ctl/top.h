@@ -1,12 +1,13 @@
 // `brakectl top`: a live view of braked, redrawn every interval like top(1).
 //
 // Everything comes from the wire: each frame sends `metrics` (Prometheus
-// text, read by prometheus.h) and `breaker.list` on one connection, kept
-// open between frames and reopened after a failure. Counters become rates
+// text, read by prometheus.h), `breaker.list` and `top` (by user and by
+// task; see top_subjects.h) on one connection, kept open between frames and
+// reopened after a failure. Counters become rates
 // from the difference between two frames divided by the time between them
 // (a counter that went down, as after a daemon restart, counts from zero, as
 // Prometheus' rate() does); the first frame has totals but no rates. The
-// request rate leaves out top's own two requests a frame.
+// request rate leaves out top's own requests.
 //
 // The parts are separate so tests can check each: ComputeFrame() (figures
 // from two snapshots) and RenderFrame() / FrameJson() are pure; RunTop()
@@ -25,6 +26,7 @@
 #include "ctl/args.h"
 #include "ctl/commands.h"
 #include "ctl/prometheus.h"
+#include "ctl/top_subjects.h"
 
 namespace brake::ctl {
 
@@ -40,6 +42,10 @@ struct TopSnapshot {
   MetricSet metrics;
   nlohmann::json breakers;     // breaker.list's "breakers"; null when missing
   std::string breakers_error;  // why they are missing ("forbidden: ...")
+  // The `top` op's busiest users and tasks; nullopt when the daemon has no
+  // such op (an older braked) or refused it (then `subjects_error` says why).
+  std::optional<std::vector<SubjectRow>> busiest_users, busiest_tasks;
+  std::string subjects_error;
 };
 
 // A counter's value now and its rate over the last interval; either is
@@ -70,6 +76,8 @@ struct TopFrame {
   Rated spend_tokens, spend_usd;
   nlohmann::json breakers;  // as in TopSnapshot
   std::string breakers_error;
+  std::optional<std::vector<RatedSubject>> busiest_users, busiest_tasks;
+  std::string subjects_error;
 };
 
 // The figures of `current`, with rates against `previous` (nullptr on the
@@ -97,7 +105,9 @@ std::vector<std::string> RenderFrame(const TopFrame& frame,
 //  "requests","commits","cancels","errors" (each {"total","per_s"}),
 //  "leases_open","connections","tasks","waiters",
 //  "storage":{"ok","batches":{...},"failures","commit_ms"},
-//  "spend":{"tokens":{...},"usd":{...}},"breakers":[...]}
+//  "spend":{"tokens":{...},"usd":{...}},"breakers":[...],
+//  "busiest_users":[...],"busiest_tasks":[...] (SubjectsJson; null without
+//  the top op)}
 nlohmann::json FrameJson(const TopFrame& frame, int64_t wall_ms);
 
 // The command table's build step: checks --interval-ms and --iterations.

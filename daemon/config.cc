@@ -118,6 +118,12 @@ const std::vector<Setting>& Settings() {
                   "a subject unused this long leaves memory (its state "
                   "stays stored and is loaded on its next use); 0 keeps "
                   "every subject in memory"),
+      INT_SETTING(top_max_subjects, 1, 1000000, 10000, false,
+                  "users, tasks and resources each tracked for the top op; "
+                  "when full the least active makes room"),
+      INT_SETTING(metrics_top_users, 0, 1000, 10, true,
+                  "the busiest users get per-user series in metrics "
+                  "(brake_user_*); 0: none"),
       Setting{"uid_users", "object uid -> [user...]", "{}", true,
               "restricts a peer uid to acting as the listed users; uids "
               "not listed may act as nobody (admins are unrestricted)",

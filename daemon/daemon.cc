@@ -103,9 +103,10 @@ Status Daemon::Start() {
         server_->Deliver(conn, std::move(line));
       },
       config_.max_waiters_per_scope);
-  waiters_->set_on_answer([this](bool granted, Reason reason) {
-    dispatcher_->CountAcquire(granted, reason);
+  waiters_->set_on_answer([this](const AcquireAnswer& answer) {
+    dispatcher_->CountAcquire(answer);
   });
+  waiters_->set_limit_hits(&stats_.limit_hits);
   dispatcher_->set_waiters(waiters_.get());
   dispatcher_->set_deferred(this);
   if (Status s = server_->Listen(options_.socket_path,
@@ -466,6 +467,7 @@ void Daemon::Reload() {
   next.durability = config_.durability;
   next.flush_interval_ms = config_.flush_interval_ms;
   next.metrics_listen = config_.metrics_listen;
+  next.top_max_subjects = config_.top_max_subjects;
   Config previous = std::move(config_);
   config_ = std::move(next);
   ApplyConfig(config_, &previous);

@@ -80,6 +80,11 @@ void Decider::Touch(const std::string& scope, breaker::Breaker* b,
     ++mutations_;
   }
   for (const breaker::Transition& t : transitions) {
+    if (t.to == breaker::BreakerState::kOpen &&
+        t.from != breaker::BreakerState::kOpen &&
+        static_cast<size_t>(t.cause) < trips_.size()) {
+      ++trips_[static_cast<size_t>(t.cause)];
+    }
     std::string line = "breaker " + scope + " " +
                        std::string(breaker::StateName(t.from)) + " -> " +
                        std::string(breaker::StateName(t.to));

@@ -15,6 +15,7 @@
 // Pure: no IO, no clock (time is `now_us`). Loop thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,6 +77,11 @@ class Decider {
   uint64_t mutations() const { return mutations_; }
   // "breaker task:t1 closed -> open (loop: ...)" lines to log.
   std::vector<std::string> TakeLog();
+  // Breakers that opened (from closed or half-open) with `cause` since
+  // start; extending an open breaker is not a new trip.
+  int64_t trips(breaker::Cause cause) const {
+    return trips_[static_cast<size_t>(cause)];
+  }
 
  private:
   struct Probe {
@@ -99,6 +105,7 @@ class Decider {
   std::set<std::string> dirty_;
   std::vector<std::string> log_;
   uint64_t mutations_ = 0;
+  std::array<int64_t, 7> trips_{};  // by breaker::Cause
 };
 
 }  // namespace brake

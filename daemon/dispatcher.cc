@@ -49,9 +49,30 @@ bool NestedTooDeep(std::string_view line) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(Engine* engine, const Config* config,
-                       const ServerStats* stats)
-    : engine_(engine), decider_(engine), config_(config), stats_(stats) {}
+Dispatcher::Dispatcher(Engine* engine, const Config* config, ServerStats* stats)
+    : engine_(engine),
+      decider_(engine),
+      config_(config),
+      stats_(stats),
+      top_(static_cast<size_t>(config->top_max_subjects)) {}
+
+void Dispatcher::CountAcquire(const AcquireAnswer& a) {
+  int64_t usd_nano = 0;
+  if (a.granted) {
+    ++counters_.acquires_granted;
+    if (a.lease != nullptr) {
+      if (const Lease* lease = engine_->FindLease(*a.lease)) {
+        usd_nano = lease->usd_nano;
+      }
+    }
+  } else {
+    ++counters_.acquires_denied[static_cast<size_t>(a.reason)];
+  }
+  if (a.waited_us >= 0) {
+    counters_.waits.Observe(a.granted, a.reason, a.waited_us);
+  }
+  if (a.request != nullptr) top_.Record(*a.request, a.granted, usd_nano);
+}
 
 std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
   std::string out;
@@ -61,9 +82,10 @@ std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
 
 void Dispatcher::Handle(const Peer& peer, std::string_view line,
                         int64_t now_us, std::string* out) {
-  ++requests_total_;
+  ++counters_.requests;
   if (NestedTooDeep(line)) {
-    ++errors_total_;
+    ++counters_.errors;
+    stats_->limit_hits.Add(LimitHit::kMaxDepth);
     AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,
                           "request: nested deeper than " +
                               std::to_string(kMaxDepth) + " levels"),
@@ -72,14 +94,14 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
   }
   json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) {
-    ++errors_total_;
+    ++counters_.errors;
     AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,
                           "request: not a valid JSON line"),
                out);
     return;
   }
   if (!request.is_object()) {
-    ++errors_total_;
+    ++counters_.errors;
     AppendLine(ErrorReply(nullptr, ErrorCode::kBadRequest,
                           "request: must be a JSON object"),
                out);
@@ -88,7 +110,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
   const json* id = nullptr;
   if (auto it = request.find("id"); it != request.end()) {
     if (!it->is_string() && !it->is_number_integer()) {
-      ++errors_total_;
+      ++counters_.errors;
       AppendLine(ErrorReply(nullptr, ErrorCode::kBadRequest,
                             "id: must be a string or an integer"),
                  out);
@@ -98,7 +120,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
   }
   auto op_it = request.find("op");
   if (op_it == request.end() || !op_it->is_string()) {
-    ++errors_total_;
+    ++counters_.errors;
     AppendLine(ErrorReply(id, ErrorCode::kBadRequest,
                           op_it == request.end() ? "op: is required"
                                                  : "op: must be a string"),
@@ -107,7 +129,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
   }
   const Op* op = FindOp(op_it->get_ref<const std::string&>());
   if (op == nullptr) {
-    ++errors_total_;
+    ++counters_.errors;
     AppendLine(ErrorReply(id, ErrorCode::kUnknownOp,
                           "op: unknown op " + op_it->get<std::string>()),
                out);
@@ -118,7 +140,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
   Status status = Run(*op, peer, request, now_us, &reply, &parked);
   if (status.ok() && parked) return;  // the waiters or deferred ops answer it
   if (!status.ok()) {
-    ++errors_total_;
+    ++counters_.errors;
     AppendLine(ErrorReply(id, status.code(), status.message()), out);
     return;
   }

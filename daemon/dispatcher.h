@@ -6,7 +6,8 @@
 // rights, and only then runs the handler, so handlers see well-formed input
 // and a bad request never changes state. No IO and no clock: the server
 // passes `now_us` (sampled once per request) and the peer's identity. Loop
-// thread only. Owns the counters that `metrics` reports.
+// thread only. Owns the counters that `metrics` reports and the tracker of
+// the busiest subjects that `top` reports.
 #pragma once
 
 #include <array>
@@ -19,7 +20,9 @@
 #include "budget/engine.h"
 #include "common/status.h"
 #include "daemon/config.h"
+#include "daemon/counters.h"
 #include "daemon/decider.h"
+#include "daemon/top_tracker.h"
 
 namespace brake {
 
@@ -45,20 +48,11 @@ class DeferredOps {
                     std::vector<std::string> scopes, std::string request) = 0;
 };
 
-// What the server tells the dispatcher about itself, for metrics.
-struct ServerStats {
-  int64_t connections = 0;
-  int64_t connections_total = 0;
-  int64_t storage_batches = 0;
-  int64_t storage_failures = 0;
-  int64_t storage_commit_us_total = 0;
-  int64_t subject_loads = 0;     // requests deferred to load subjects
-  int64_t subjects_evicted = 0;  // idle subjects dropped from memory
-};
-
 class Dispatcher {
  public:
-  Dispatcher(Engine* engine, const Config* config, const ServerStats* stats);
+  // `stats` is shared with the server, which fills most of it; the
+  // dispatcher counts the limits it enforces there.
+  Dispatcher(Engine* engine, const Config* config, ServerStats* stats);
 
   // Handles one request line (without its '\n') and appends exactly one
   // response line, '\n' included, to `out`.
@@ -68,14 +62,15 @@ class Dispatcher {
   // too_many_connections), '\n' included.
   static std::string ErrorLine(ErrorCode code, const std::string& message);
 
-  // Counts an acquire's answer for metrics (waiters answer outside Handle).
-  void CountAcquire(bool granted, Reason reason) {
-    if (granted) {
-      ++acquires_granted_;
-    } else {
-      ++acquires_denied_[static_cast<size_t>(reason)];
-    }
-  }
+  // Counts an acquire's answer for metrics and `top` (waiters answer
+  // outside Handle).
+  void CountAcquire(const AcquireAnswer& answer);
+  const Counters& counters() const { return counters_; }
+  const TopTracker& top() const { return top_; }
+  const ServerStats& stats() const { return *stats_; }
+  const Config& config() const { return *config_; }
+  // The waiters given to set_waiters, or nullptr.
+  const Waiters* waiters() const { return waiters_; }
 
   // Limits and breakers together, over the engine given at construction.
   Decider* decider() { return &decider_; }
@@ -110,19 +105,13 @@ class Dispatcher {
   Engine* engine_;
   Decider decider_;
   const Config* config_;
-  const ServerStats* stats_;
+  ServerStats* stats_;
   Waiters* waiters_ = nullptr;
   DeferredOps* deferred_ops_ = nullptr;
   bool deferred_ = false;
   bool storage_ok_ = true;
-  // counters for metrics
-  int64_t requests_total_ = 0;
-  int64_t errors_total_ = 0;
-  int64_t acquires_granted_ = 0;
-  std::array<int64_t, 8> acquires_denied_{};  // by Reason
-  int64_t commits_ = 0;
-  int64_t cancels_ = 0;
-  int64_t fail_open_grants_ = 0;
+  Counters counters_;  // for metrics
+  TopTracker top_;
 };
 
 }  // namespace brake

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "daemon/json_fields.h"
+#include "daemon/observe_ops.h"
 #include "daemon/policy_codec.h"
 #include "daemon/replies.h"
 #include "daemon/waiters.h"
@@ -51,7 +52,8 @@ std::optional<int64_t> OptInt(const json& req, const char* key) {
   return it->get<int64_t>();
 }
 
-// With uid_users configured, a non-admin peer may act only as its users.
+}  // namespace
+
 Status MayActAs(const OpContext& ctx, const Config& config,
                 const std::string& user) {
   if (ctx.peer.admin || config.uid_users.empty()) return Status::Ok();
@@ -63,8 +65,6 @@ Status MayActAs(const OpContext& ctx, const Config& config,
                 "user: uid " + std::to_string(ctx.peer.uid) +
                     " may not act as " + user + " (uid_users)");
 }
-
-}  // namespace
 
 // Handlers reach the dispatcher's counters through this friend.
 struct OpHandlers {
@@ -121,8 +121,9 @@ struct OpHandlers {
     }
     auto outcome = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us);
     if (!outcome.ok()) return outcome.status();
-    d.CountAcquire(outcome->granted, outcome->denial.reason);
-    if (outcome->granted && storage_down) ++d.fail_open_grants_;
+    d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,
+                                 &outcome->lease});
+    if (outcome->granted && storage_down) ++d.counters_.fail_open_grants;
     FillAcquireReply(*outcome, 0, ctx.reply);
     return Status::Ok();
   }
@@ -153,7 +154,7 @@ struct OpHandlers {
     auto s = ctx.dispatcher->decider_.Commit(c, Int(req, "retry_after_ms", 0),
                                              ctx.now_us);
     if (!s.ok()) return s.status();
-    ++ctx.dispatcher->commits_;
+    ++ctx.dispatcher->counters_.commits;
     json& reply = *ctx.reply;
     reply["charged_tokens"] = s->charged_tokens;
     reply["charged_usd"] = NanoToUsd(s->charged_usd_nano);
@@ -166,7 +167,7 @@ struct OpHandlers {
     auto dup = ctx.dispatcher->decider_.Cancel(Str(ctx.request, "lease"),
                                                ctx.now_us);
     if (!dup.ok()) return dup.status();
-    ++ctx.dispatcher->cancels_;
+    ++ctx.dispatcher->counters_.cancels;
     if (*dup) (*ctx.reply)["duplicate"] = true;
     return Status::Ok();
   }
@@ -353,106 +354,6 @@ struct OpHandlers {
     ctx.parked = true;
     return Status::Ok();
   }
-
-  static Status Metrics(OpContext& ctx) {
-    Dispatcher& d = *ctx.dispatcher;
-    const ServerStats& s = *d.stats_;
-    std::string t;
-    auto counter = [&t](const char* name, const char* help, const char* type) {
-      t += "# HELP ";
-      t += name;
-      t += " ";
-      t += help;
-      t += "\n# TYPE ";
-      t += name;
-      t += " ";
-      t += type;
-      t += "\n";
-    };
-    auto sample = [&t](const std::string& name, int64_t v) {
-      t += name + " " + std::to_string(v) + "\n";
-    };
-    counter("brake_requests_total", "Request lines handled.", "counter");
-    sample("brake_requests_total", d.requests_total_);
-    counter("brake_errors_total", "Requests answered with an error.",
-            "counter");
-    sample("brake_errors_total", d.errors_total_);
-    counter("brake_acquires_total", "Acquire decisions by result and reason.",
-            "counter");
-    sample("brake_acquires_total{result=\"granted\"}", d.acquires_granted_);
-    for (size_t i = 0; i < d.acquires_denied_.size(); ++i) {
-      sample("brake_acquires_total{result=\"denied\",reason=\"" +
-                 std::string(ReasonName(static_cast<Reason>(i))) + "\"}",
-             d.acquires_denied_[i]);
-    }
-    counter("brake_fail_open_grants_total",
-            "Acquires let through while storage failed (on_storage_error "
-            "open).",
-            "counter");
-    sample("brake_fail_open_grants_total", d.fail_open_grants_);
-    counter("brake_commits_total", "Leases committed.", "counter");
-    sample("brake_commits_total", d.commits_);
-    counter("brake_cancels_total", "Leases cancelled.", "counter");
-    sample("brake_cancels_total", d.cancels_);
-    counter("brake_leases_open", "Leases granted and not yet settled.",
-            "gauge");
-    sample("brake_leases_open",
-           static_cast<int64_t>(ctx.engine->open_leases()));
-    counter("brake_tasks", "Tasks in memory.", "gauge");
-    sample("brake_tasks", static_cast<int64_t>(ctx.engine->task_count()));
-    counter("brake_subjects", "Subjects (users, tasks, resources) in memory.",
-            "gauge");
-    sample("brake_subjects",
-           static_cast<int64_t>(ctx.engine->resident_subjects()));
-    counter("brake_subject_loads_total",
-            "Requests that waited for subjects to load from storage.",
-            "counter");
-    sample("brake_subject_loads_total", s.subject_loads);
-    counter("brake_subjects_evicted_total",
-            "Idle subjects dropped from memory (still stored).", "counter");
-    sample("brake_subjects_evicted_total", s.subjects_evicted);
-    counter("brake_connections", "Open client connections.", "gauge");
-    sample("brake_connections", s.connections);
-    counter("brake_connections_total", "Connections accepted.", "counter");
-    sample("brake_connections_total", s.connections_total);
-    counter("brake_storage_batches_total", "Storage transactions committed.",
-            "counter");
-    sample("brake_storage_batches_total", s.storage_batches);
-    counter("brake_storage_failures_total", "Storage transactions failed.",
-            "counter");
-    sample("brake_storage_failures_total", s.storage_failures);
-    counter("brake_storage_commit_seconds_total",
-            "Time spent committing storage transactions.", "counter");
-    t += "brake_storage_commit_seconds_total " +
-         std::to_string(static_cast<double>(s.storage_commit_us_total) / 1e6) +
-         "\n";
-    counter("brake_waiters", "Acquires waiting (wait_ms > 0).", "gauge");
-    sample("brake_waiters", d.waiters_ ? static_cast<int64_t>(d.waiters_->size())
-                                       : 0);
-    const Totals spend = ctx.engine->SpendOf("global");
-    counter("brake_spend_tokens_total", "Tokens settled, all subjects.",
-            "counter");
-    sample("brake_spend_tokens_total", spend.tokens);
-    counter("brake_spend_usd_total", "usd settled, all subjects.", "counter");
-    t += "brake_spend_usd_total " + std::to_string(NanoToUsd(spend.usd_nano)) +
-         "\n";
-    int64_t open = 0, half_open = 0;
-    for (const BreakerView& v : d.decider_.OpenViews(ctx.now_us)) {
-      if (v.snapshot.state == breaker::BreakerState::kHalfOpen) {
-        ++half_open;
-      } else {
-        ++open;
-      }
-    }
-    counter("brake_breakers", "Breakers that are not closed, by state.",
-            "gauge");
-    sample("brake_breakers{state=\"open\"}", open);
-    sample("brake_breakers{state=\"half_open\"}", half_open);
-    counter("brake_storage_ok", "1 while storage writes succeed.", "gauge");
-    sample("brake_storage_ok", d.storage_ok_ ? 1 : 0);
-    (*ctx.reply)["text"] = std::move(t);
-    return Status::Ok();
-  }
 };
 
 namespace {
@@ -537,7 +438,13 @@ const std::vector<Dispatcher::Op> kOps = {
       {"by", FieldKind::kEnum, false, 0, 0, "task|model|day|total"}},
      &OpHandlers::Usage},
     {"metrics", false, "Prometheus text exposition", {},
-     &OpHandlers::Metrics},
+     &MetricsOp},
+    {"top",
+     false,
+     "the busiest users, tasks or resources since braked started",
+     {{"by", FieldKind::kEnum, true, 0, 0, "user|task|resource"},
+      {"limit", FieldKind::kInt, false, 1, kTopMaxRows}},
+     &TopOp},
 };
 
 }  // namespace

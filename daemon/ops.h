@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,5 +61,9 @@ const Dispatcher::Op* FindOp(std::string_view name);
 const std::vector<Dispatcher::Op>& AllOps();
 // Checks `request` against `op`'s fields; the message names the field.
 Status ValidateFields(const Dispatcher::Op& op, const nlohmann::json& request);
+// With uid_users configured, a non-admin peer may act only as its users:
+// kForbidden naming the field `user` otherwise.
+Status MayActAs(const OpContext& ctx, const Config& config,
+                const std::string& user);
 
 }  // namespace brake

@@ -157,6 +157,7 @@ void Server::OnConnection(uv_stream_t* listener, int status) {
   // Connections still closing do not count: their clients are gone.
   self->stats_->connections = static_cast<int64_t>(self->by_id_.size());
   if (self->stats_->connections > self->config_->max_connections) {
+    self->stats_->limit_hits.Add(LimitHit::kMaxConnections);
     self->Write(c, Dispatcher::ErrorLine(
                        ErrorCode::kTooManyConnections,
                        "connections: the daemon already serves " +
@@ -235,6 +236,7 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
     c->partial_since_us = gate_->NowUs();
   }
   if (too_long) {
+    stats_->limit_hits.Add(LimitHit::kMaxLineBytes);
     c->in.clear();
     c->in.shrink_to_fit();
     uv_read_stop(stream);
@@ -358,6 +360,7 @@ void Server::Write(Connection* c, std::string data) {
   size_t queued = c->pipe.write_queue_size + c->held_bytes + c->out.size() +
                   data.size();
   if (queued > static_cast<size_t>(config_->max_output_bytes)) {
+    stats_->limit_hits.Add(LimitHit::kMaxOutputBytes);
     Log(LogLevel::kWarn, "connection of uid %u holds %zu bytes of unread "
         "replies; closing it", c->peer.uid, queued);
     CloseConnection(c);
@@ -444,6 +447,7 @@ void Server::ExpirePartialLines(int64_t now_us) {
     }
   }
   for (Connection* c : slow) {
+    stats_->limit_hits.Add(LimitHit::kPartialLineTimeoutMs);
     Log(LogLevel::kWarn, "connection of uid %u held an incomplete line for "
         "over %lld ms; closing it", c->peer.uid,
         static_cast<long long>(config_->partial_line_timeout_ms));

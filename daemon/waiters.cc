@@ -33,7 +33,8 @@ void Waiters::Acquire(ParkRequest park) {
     Denial d{Reason::kQueueFull, "user:" + user, "", kNever, ""};
     json reply = json::object();
     FillDenial(d, &reply);
-    if (on_answer_) on_answer_(false, d.reason);
+    CountLimitHit();
+    Count(park.request, false, d.reason, nullptr, 0);
     send_(park.conn, OkLine(park.id, std::move(reply)));
     return;
   }
@@ -78,15 +79,25 @@ void Waiters::Acquire(ParkRequest park) {
         mine.retry_at_us == kNever ? kNever : mine.retry_at_us - now;
     json reply = json::object();
     FillDenial(d, &reply);
-    if (on_answer_) on_answer_(false, d.reason);
+    Count(mine.request, false, d.reason, nullptr, now - mine.enqueued_us);
     queue_.Remove(id);
     Answer(id, OkLine(mine.id, std::move(reply)));
   }
   Arm();
 }
 
-std::optional<Reason> Waiters::Admission(const Waiter& w,
-                                         int64_t wait_ms) const {
+void Waiters::Count(const AcquireRequest& request, bool granted, Reason reason,
+                    const std::string* lease, int64_t waited_us) {
+  if (on_answer_) {
+    on_answer_(AcquireAnswer{&request, granted, reason, lease, waited_us});
+  }
+}
+
+void Waiters::CountLimitHit() {
+  if (limit_hits_ != nullptr) limit_hits_->Add(LimitHit::kMaxWaitersPerScope);
+}
+
+std::optional<Reason> Waiters::Admission(const Waiter& w, int64_t wait_ms) {
   auto n = bound_count_.find(w.bound_key);
   int64_t ahead = n == bound_count_.end() ? 0 : n->second - 1;  // not itself
   int64_t retry = w.retry_at_us == kNever ? kNever
@@ -100,6 +111,7 @@ std::optional<Reason> Waiters::Admission(const Waiter& w,
         1, spec->per_ms * 1000 / std::max<int64_t>(1, spec->rate));
     if (retry != kNever) retry += ahead * interval_us;
   } else if (ahead >= max_per_scope_) {
+    CountLimitHit();
     return Reason::kQueueFull;
   }
   if (retry != kNever && retry > wait_ms * 1000) return Reason::kTimeout;
@@ -145,7 +157,8 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
   if (outcome->granted) {
     json reply = json::object();
     FillAcquireReply(*outcome, (now_us - w.enqueued_us) / 1000, &reply);
-    if (on_answer_) on_answer_(true, Reason::kRateLimited);
+    Count(w.request, true, Reason::kRateLimited, &outcome->lease,
+          now_us - w.enqueued_us);
     Answer(id, OkLine(w.id, std::move(reply)));
     return true;
   }
@@ -154,7 +167,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
       (d.retry_after_us == kNever && d.reason != Reason::kConcurrency)) {
     json reply = json::object();
     FillAcquireReply(*outcome, 0, &reply);
-    if (on_answer_) on_answer_(false, d.reason);
+    Count(w.request, false, d.reason, nullptr, now_us - w.enqueued_us);
     Answer(id, OkLine(w.id, std::move(reply)));
     return true;
   }
@@ -210,7 +223,7 @@ void Waiters::Wake() {
     json reply = json::object();
     FillDenial(d, &reply);
     reply["waited_ms"] = (now - w.enqueued_us) / 1000;
-    if (on_answer_) on_answer_(false, Reason::kTimeout);
+    Count(w.request, false, Reason::kTimeout, nullptr, now - w.enqueued_us);
     queue_.Remove(id);
     Answer(id, OkLine(w.id, std::move(reply)));
   }

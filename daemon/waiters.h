@@ -27,6 +27,7 @@
 
 #include "budget/engine.h"
 #include "budget/fair_queue.h"
+#include "daemon/counters.h"
 #include "daemon/decider.h"
 
 namespace brake {
@@ -65,10 +66,13 @@ class Waiters {
   size_t size() const { return waiters_.size(); }
   // Waiting acquires of a user ("user:U"), or bound by another scope.
   int64_t CountFor(const std::string& scope) const;
-  // Called with every answer given to a waiter, for metrics.
-  void set_on_answer(std::function<void(bool granted, Reason reason)> f) {
+  // Called with every answer (not error) given to a waiting acquire, for
+  // metrics and `top`, just before it is sent.
+  void set_on_answer(std::function<void(const AcquireAnswer&)> f) {
     on_answer_ = std::move(f);
   }
+  // Where refusals by max_waiters_per_scope are counted (may be null).
+  void set_limit_hits(LimitHits* hits) { limit_hits_ = hits; }
 
  private:
   struct Waiter {
@@ -92,7 +96,11 @@ class Waiters {
   // refusing scope (or leaky bucket) for the queue bounds.
   void Bind(Waiter& w, const Denial& d, int64_t now_us);
   // Refuses a new waiter now with `reason`; nullopt when it may park.
-  std::optional<Reason> Admission(const Waiter& w, int64_t wait_ms) const;
+  std::optional<Reason> Admission(const Waiter& w, int64_t wait_ms);
+  // Reports an answer to on_answer_ (`lease` when granted).
+  void Count(const AcquireRequest& request, bool granted, Reason reason,
+             const std::string* lease, int64_t waited_us);
+  void CountLimitHit();
   void Unbind(const Waiter& w);
 
   uv_loop_t* loop_;
@@ -104,7 +112,8 @@ class Waiters {
   uv_timer_t timer_;
   bool closed_ = false;
   std::function<void()> on_closed_;
-  std::function<void(bool, Reason)> on_answer_;
+  std::function<void(const AcquireAnswer&)> on_answer_;
+  LimitHits* limit_hits_ = nullptr;
   uint64_t next_id_ = 1;
   FairQueue queue_;
   std::unordered_map<uint64_t, Waiter> waiters_;

@@ -313,7 +313,8 @@ TEST_CASE("help comes from the command table", "[ctl]") {
   for (const char* name :
        {"ping", "status", "acquire", "commit", "cancel", "policy set",
         "policy get", "policy list", "policy delete", "reset", "breaker list",
-        "breaker trip", "breaker reset", "prices set", "usage", "metrics"}) {
+        "breaker trip", "breaker reset", "prices set", "usage", "metrics",
+        "busiest"}) {
     CHECK_THAT(o.out, Catch::Contains(std::string("  ") + name + " "));
   }
   CHECK_THAT(o.out, Catch::Contains("/tmp/brake-1000/braked.sock"));

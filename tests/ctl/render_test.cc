@@ -204,6 +204,20 @@ TEST_CASE("breaker list prints a table", "[ctl]") {
         "no breakers open\n");
 }
 
+TEST_CASE("busiest prints the top rows as a table", "[ctl]") {
+  CHECK(Render(RenderTopRows, R"({"ok":true,"by":"task","rows":[
+      {"subject":"t-42","grants":12,"denials":3,"tokens":1200,"usd":0.5,
+       "uncounted_max":0,"waiters":1},
+      {"subject":"t-7","grants":1,"denials":0,"tokens":0,"usd":0,
+       "uncounted_max":2,"waiters":0}]})",
+               R"({"by":"task"})") ==
+        "TASK  GRANTS  DENIALS  TOKENS  USD  WAITERS  UNCOUNTED_MAX\n"
+        "t-42      12        3    1200  0.5        1              0\n"
+        "t-7        1        0       0    0        0              2\n");
+  CHECK(Render(RenderTopRows, R"({"ok":true,"rows":[]})") ==
+        "no acquires yet\n");
+}
+
 TEST_CASE("usage prints rows and a total", "[ctl]") {
   const char* reply = R"({"ok":true,"rows":[
       {"key":"gpt-4o","calls":3,"requests":3,"tokens":3000,"input_tokens":2000,

@@ -108,6 +108,8 @@ TEST_CASE("each command's words build the documented request", "[ctl]") {
       {"policy delete task:*", R"({"op":"policy.delete","scope":"task:*"})"},
       {"reset user:bob", R"({"op":"reset","scope":"user:bob"})"},
       {"breaker list", R"({"op":"breaker.list"})"},
+      {"busiest", R"({"op":"top","by":"user"})"},
+      {"busiest --by task --limit 5", R"({"op":"top","by":"task","limit":5})"},
       {"breaker trip task:t-1", R"({"op":"breaker.trip","scope":"task:t-1"})"},
       {"breaker trip task:t-1 --open-ms 60000",
        R"({"op":"breaker.trip","scope":"task:t-1","open_ms":60000})"},

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""brakectl top under a real terminal (a pty): it draws, refreshes, and quits
-on 'q' with exit 0, restoring the terminal. Run by ctest with BRAKED and
-BRAKECTL set to the built binaries."""
+"""brakectl top under a real terminal (a pty): it draws, refreshes, shows
+the busiest users and tasks, and quits on 'q' with exit 0, restoring the
+terminal. Run by ctest with BRAKED and BRAKECTL set to the built binaries."""
+import json
 import os
 import pty
 import select
@@ -45,6 +46,15 @@ def main():
                     break
                 except OSError:
                     time.sleep(0.01)
+            # Some traffic, so the busiest users section has a row.
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(sock)
+                f = s.makefile("rw")
+                for _ in range(3):
+                    f.write(json.dumps({"op": "acquire", "user": "pty-alice",
+                                        "task": "pty-t1"}) + "\n")
+                    f.flush()
+                    assert json.loads(f.readline())["granted"] is True
             pid, fd = pty.fork()
             if pid == 0:
                 os.execv(brakectl, [brakectl, "--socket", sock, "top",
@@ -54,6 +64,9 @@ def main():
             assert out.count(b"brake top") >= 2, out[-2000:]
             assert b"\x1b[" in out, "no terminal escapes in a pty"
             assert b"granted" in out
+            assert b"BUSIEST USERS" in out, out[-2000:]
+            assert b"pty-alice" in out, out[-2000:]
+            assert b"BUSIEST TASKS" in out and b"pty-t1" in out, out[-2000:]
             os.write(fd, b"q")
             deadline = time.time() + 5
             status = None

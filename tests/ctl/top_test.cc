@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ctl/cli.h"
+#include "tests/ctl/top_fakes.h"
 
 namespace brake::ctl {
 namespace {
@@ -254,119 +255,6 @@ TEST_CASE("top --json: one object per frame", "[ctl][top]") {
 
 // ---- The loop, through the CLI ---------------------------------------------
 
-struct FakeDaemon {
-  std::deque<std::string> metrics;  // one per frame; the last one repeats
-  std::string breakers_reply = R"({"ok":true,"breakers":[]})";
-  bool refuse_connect = false;
-  int fail_exchange_at = 0;  // the n-th exchange (1-based) breaks
-  // Observed:
-  int connects = 0;
-  int exchanges = 0;
-  std::vector<std::string> ops;
-};
-
-class FakeTransport : public Transport {
- public:
-  explicit FakeTransport(FakeDaemon* d) : d_(d) {}
-  Result<std::string> Exchange(std::string_view line, const json& id,
-                               int64_t) override {
-    ++d_->exchanges;
-    if (d_->exchanges == d_->fail_exchange_at) {
-      return Status::Unavailable("connection reset by peer");
-    }
-    json request = json::parse(line);
-    CHECK(request["id"] == id);
-    const std::string op = request["op"];
-    d_->ops.push_back(op);
-    json reply;
-    if (op == "metrics") {
-      reply = {{"ok", true}, {"text", d_->metrics.front()}};
-      if (d_->metrics.size() > 1) d_->metrics.pop_front();
-    } else if (op == "breaker.list") {
-      reply = json::parse(d_->breakers_reply);
-    } else {
-      FAIL("unexpected op " << op);
-    }
-    reply["id"] = id;
-    return reply.dump();
-  }
-
- private:
-  FakeDaemon* d_;
-};
-
-// A clock that moves only while top waits, and scripted events.
-class FakeTerminal : public Terminal {
- public:
-  bool is_interactive = false;
-  bool has_keys = false;
-  int screen_rows = 0;
-  int screen_columns = 0;
-  std::deque<TerminalEvent> events;  // answered in turn; then timeouts
-  int64_t now_ms = 0;
-  std::vector<int64_t> waits;
-
-  bool interactive() const override { return is_interactive; }
-  bool reads_keys() const override { return has_keys; }
-  int rows() override { return screen_rows; }
-  int columns() override { return screen_columns; }
-  int64_t NowMs() override { return now_ms; }
-  int64_t WallMs() override { return 45296000 + now_ms; }
-  TerminalEvent Wait(int64_t timeout_ms) override {
-    waits.push_back(timeout_ms);
-    if (!events.empty()) {
-      TerminalEvent e = events.front();
-      events.pop_front();
-      return e;
-    }
-    now_ms += timeout_ms;
-    return TerminalEvent::kTimeout;
-  }
-  bool stop_requested() override { return false; }
-};
-
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome RunTopCtl(FakeDaemon* daemon, FakeTerminal* terminal,
-                  std::vector<const char*> args) {
-  CtlEnv env;
-  env.connect = [daemon](const std::string& path,
-                         int64_t) -> Result<std::unique_ptr<Transport>> {
-    CHECK(path == "/tmp/b.sock");
-    ++daemon->connects;
-    if (daemon->refuse_connect) {
-      return Status::Unavailable("cannot connect to /tmp/b.sock");
-    }
-    return std::unique_ptr<Transport>(new FakeTransport(daemon));
-  };
-  env.get_env = [](const std::string&) { return std::nullopt; };
-  env.open_terminal = [terminal]() -> std::unique_ptr<Terminal> {
-    // The fake outlives the run; hand out a forwarding wrapper.
-    struct Borrowed : Terminal {
-      FakeTerminal* t;
-      explicit Borrowed(FakeTerminal* t) : t(t) {}
-      bool interactive() const override { return t->interactive(); }
-      bool reads_keys() const override { return t->reads_keys(); }
-      int rows() override { return t->rows(); }
-      int columns() override { return t->columns(); }
-      int64_t NowMs() override { return t->NowMs(); }
-      int64_t WallMs() override { return t->WallMs(); }
-      TerminalEvent Wait(int64_t ms) override { return t->Wait(ms); }
-      bool stop_requested() override { return t->stop_requested(); }
-    };
-    return std::make_unique<Borrowed>(terminal);
-  };
-  args.insert(args.begin(), {"brakectl", "--socket", "/tmp/b.sock"});
-  std::istringstream in;
-  std::ostringstream out, err;
-  int code = Run(static_cast<int>(args.size()), args.data(), in, out, err, env);
-  return {code, out.str(), err.str()};
-}
-
 TEST_CASE("top --iterations 1 draws one frame and exits 0", "[ctl][top]") {
   FakeDaemon daemon;
   daemon.metrics = {MetricsText(First())};
@@ -387,8 +275,9 @@ TEST_CASE("top draws rates from the second frame on, frames apart",
           "[ctl][top]") {
   FakeDaemon daemon;
   Figures second = Second();
-  // 50 requests from others, 2 of top's own (breaker.list, then metrics).
-  second.requests = 200 + 50 + 2;
+  // 50 requests from others, 3 of top's own (breaker.list, top, which this
+  // older daemon does not know and is not asked again, then metrics).
+  second.requests = 200 + 50 + 3;
   daemon.metrics = {MetricsText(First()), MetricsText(second)};
   FakeTerminal terminal;
   Outcome o = RunTopCtl(&daemon, &terminal,
@@ -397,6 +286,8 @@ TEST_CASE("top draws rates from the second frame on, frames apart",
   CHECK(terminal.waits == std::vector<int64_t>{500});
   CHECK(daemon.connects == 1);  // one connection for every frame
   CHECK(daemon.ops.size() == 4);
+  CHECK(daemon.top_asked == std::vector<std::string>{"user"});
+  CHECK(o.out.find("BUSIEST") == std::string::npos);
   const size_t split = o.out.find("\n\nbrake top ");
   REQUIRE(split != std::string::npos);
   const std::string frame2 = o.out.substr(split + 2);
@@ -472,7 +363,9 @@ TEST_CASE("top keeps going when the daemon goes away, and says so",
           "brakectl: top: cannot connect to /tmp/b.sock\n");
   }
   SECTION("a broken connection is reopened for the next frame") {
-    daemon.fail_exchange_at = 3;  // the second frame's metrics
+    // The second frame's metrics, after the first's metrics, breaker.list
+    // and top (unknown to this daemon).
+    daemon.fail_exchange_at = 4;
     Outcome o = RunTopCtl(&daemon, &terminal, {"top", "--iterations", "3"});
     CHECK(o.code == kExitError);
     CHECK(daemon.connects == 2);

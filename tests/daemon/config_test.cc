@@ -46,6 +46,8 @@ TEST_CASE("config: defaults", "[config]") {
   CHECK(c.max_connections == 4096);
   CHECK(c.max_output_bytes == 16 << 20);
   CHECK(c.max_waiters_per_scope == 1000);
+  CHECK(c.top_max_subjects == 10'000);
+  CHECK(c.metrics_top_users == 10);
   CHECK_FALSE(c.fail_open);
   CHECK(c.metrics_listen.empty());
   CHECK(c.policies.empty());
@@ -66,6 +68,8 @@ TEST_CASE("config: every setting", "[config]") {
                         {"max_connections", 1},
                         {"max_output_bytes", 65536},
                         {"max_waiters_per_scope", 7},
+                        {"top_max_subjects", 50},
+                        {"metrics_top_users", 0},
                         {"on_storage_error", "open"},
                         {"metrics_listen", "127.0.0.1:9464"}});
   CHECK(c.admin_uids == std::vector<int64_t>{0, 1000, 4294967294});
@@ -77,6 +81,8 @@ TEST_CASE("config: every setting", "[config]") {
   CHECK(c.max_connections == 1);
   CHECK(c.max_output_bytes == 65536);
   CHECK(c.max_waiters_per_scope == 7);
+  CHECK(c.top_max_subjects == 50);
+  CHECK(c.metrics_top_users == 0);
   CHECK(c.fail_open);
   CHECK(c.metrics_listen == "127.0.0.1:9464");
 
@@ -103,6 +109,8 @@ TEST_CASE("config: integer bounds", "[config]") {
       {"max_connections", 1, 1000000},
       {"max_waiters_per_scope", 1, 1000000},
       {"max_output_bytes", 65536, 1073741824},
+      {"top_max_subjects", 1, 1000000},
+      {"metrics_top_users", 0, 1000},
   };
   for (const Bound& b : bounds) {
     CAPTURE(b.name);
@@ -246,6 +254,8 @@ TEST_CASE("config: which settings a reload may change", "[config]") {
       {json{{"flush_interval_ms", 50}}, {"flush_interval_ms"}},
       {json{{"metrics_listen", "127.0.0.1:1"}}, {"metrics_listen"}},
       {json{{"max_waiters_per_scope", 10}}, {"max_waiters_per_scope"}},
+      {json{{"top_max_subjects", 10}}, {"top_max_subjects"}},
+      {json{{"metrics_top_users", 3}}, {}},
       {json{{"admin_uids", json::array({5})}}, {}},
       {json{{"lease_ttl_ms", 5000}}, {}},
       {json{{"max_line_bytes", 4096}}, {}},
@@ -271,7 +281,8 @@ TEST_CASE("config: help lists every setting", "[config]") {
        {"admin_uids", "socket_mode", "durability", "flush_interval_ms",
         "lease_ttl_ms", "max_line_bytes", "max_connections",
         "max_waiters_per_scope", "max_output_bytes", "on_storage_error",
-        "metrics_listen", "policies", "prices"}) {
+        "metrics_listen", "top_max_subjects", "metrics_top_users", "policies",
+        "prices"}) {
     CAPTURE(name);
     CHECK(help.find(std::string(name) + "  ") != std::string::npos);
   }

@@ -13,77 +13,14 @@
 #include "budget/engine.h"
 #include "daemon/config.h"
 #include "storage/store.h"
+#include "tests/daemon/dispatcher_harness.h"
 
 namespace brake {
 namespace {
 
 using nlohmann::json;
 
-// 2024-03-01 10:00:00 UTC.
-const int64_t kT0 = DaysFromCivil({2024, 3, 1}) * kUsPerDay + 10 * kUsPerHour;
 constexpr int64_t kFourteenHoursMs = 14 * 3'600'000;
-
-const Peer kAdmin{0, true};
-const Peer kUser{1000, false};
-
-class Harness {
- public:
-  Harness() : engine_("L", config_.lease_ttl_ms * 1000) {}
-
-  // Sends one line and parses the one reply line it must produce.
-  json Call(const std::string& line, const Peer& peer = kAdmin,
-            int64_t now_us = kT0) {
-    std::string out;
-    dispatcher_.Handle(peer, line, now_us, &out);
-    REQUIRE_FALSE(out.empty());
-    REQUIRE(out.back() == '\n');
-    REQUIRE(out.find('\n') == out.size() - 1);  // exactly one line
-    json reply = json::parse(out, nullptr, /*allow_exceptions=*/false);
-    REQUIRE(reply.is_object());
-    REQUIRE(reply.contains("ok"));
-    return reply;
-  }
-  json Call(const json& request, const Peer& peer = kAdmin,
-            int64_t now_us = kT0) {
-    return Call(request.dump(), peer, now_us);
-  }
-  // A call that must succeed.
-  json Ok(const json& request, const Peer& peer = kAdmin,
-          int64_t now_us = kT0) {
-    json reply = Call(request, peer, now_us);
-    INFO(reply.dump());
-    REQUIRE(reply["ok"] == true);
-    REQUIRE_FALSE(reply.contains("error"));
-    return reply;
-  }
-
-  Engine& engine() { return engine_; }
-  Config& config() { return config_; }
-  Dispatcher& dispatcher() { return dispatcher_; }
-
- private:
-  Config config_;
-  ServerStats stats_;
-  Engine engine_;
-  Dispatcher dispatcher_{&engine_, &config_, &stats_};
-};
-
-// Checks an error reply: its shape, code and the field its message names.
-void CheckError(const json& reply, const std::string& code,
-                const std::string& prefix) {
-  INFO(reply.dump());
-  CHECK(reply["ok"] == false);
-  REQUIRE(reply.contains("error"));
-  const json& error = reply["error"];
-  CHECK(error["code"] == code);
-  REQUIRE(error["message"].is_string());
-  const std::string message = error["message"].get<std::string>();
-  CHECK(message.rfind(prefix, 0) == 0);
-  CHECK(error.size() == 2);
-  for (const auto& [key, value] : reply.items()) {
-    CHECK((key == "ok" || key == "error" || key == "id"));
-  }
-}
 
 json Policy1(const std::string& scope, const json& limits) {
   return {{"op", "policy.set"}, {"scope", scope}, {"limits", limits}};
@@ -561,6 +498,14 @@ std::vector<ErrorCase> BadLines() {
        "bad_request", "output_usd_per_mtok:"},
       {R"({"op":"prices.set","model":"m","input_usd_per_mtok":1,"output_usd_per_mtok":1e7})",
        "bad_request", "output_usd_per_mtok:"},
+      // top
+      {R"({"op":"top"})", "bad_request", "by:"},
+      {R"({"op":"top","by":"model"})", "bad_request", "by:"},
+      {R"({"op":"top","by":7})", "bad_request", "by:"},
+      {R"({"op":"top","by":"user","limit":0})", "bad_request", "limit:"},
+      {R"({"op":"top","by":"user","limit":1001})", "bad_request", "limit:"},
+      {R"({"op":"top","by":"user","limit":2.5})", "bad_request", "limit:"},
+      {R"({"op":"top","by":"user","limit":"5"})", "bad_request", "limit:"},
       // forbidden: a task of another user, a parent of another user
       {R"({"op":"acquire","user":"bob","task":"owned"})", "forbidden",
        "task:"},

@@ -15,11 +15,6 @@ const json kQuota5 = json::parse(R"([
    "period":"total"}
 ])");
 
-double Metric(Client& c, const std::string& name) {
-  json reply = CallOk(c, {{"op", "metrics"}});
-  return MetricValue(reply["text"].get<std::string>(), name).value_or(-1);
-}
-
 // Polls the metrics until every subject but "global" has left memory.
 void WaitUntilOnlyGlobalResident(Client& c) {
   const int64_t deadline = MonoMs() + 15000;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
 #include "tests/integration/harness.h"
@@ -73,6 +74,14 @@ inline void RequireError(const json& reply, const std::string& code,
   }
 }
 
+// Sets `scope`'s policy to the JSON array of limits `limits`.
+inline void SetPolicy(Client& client, const std::string& scope,
+                      const char* limits) {
+  CallOk(client, {{"op", "policy.set"},
+                  {"scope", scope},
+                  {"limits", json::parse(limits)}});
+}
+
 // The limit named `name` in a status reply's "limits", or null.
 inline json FindLimit(const json& status, const std::string& name) {
   if (!status.contains("limits")) return nullptr;
@@ -80,6 +89,16 @@ inline json FindLimit(const json& status, const std::string& name) {
     if (limit.value("name", "") == name) return limit;
   }
   return nullptr;
+}
+
+// The value of the Prometheus sample `name` (labels included) in a
+// `metrics` reply; requires it to be there.
+inline double Metric(Client& client, const std::string& name) {
+  json m = CallOk(client, {{"op", "metrics"}});
+  std::optional<double> v = MetricValue(m["text"], name);
+  INFO("metric " << name);
+  REQUIRE(v.has_value());
+  return *v;
 }
 
 }  // namespace brake::integration

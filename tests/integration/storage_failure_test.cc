@@ -230,15 +230,6 @@ bool IsUnavailable(const json& reply) {
          ErrorCodeOf(reply) == "unavailable";
 }
 
-json Metrics(Client& c) { return CallOk(c, {{"op", "metrics"}}); }
-
-double Metric(Client& c, const std::string& name) {
-  std::optional<double> v = MetricValue(Metrics(c)["text"], name);
-  INFO("metric " << name);
-  REQUIRE(v.has_value());
-  return *v;
-}
-
 void CheckIntegrity(const std::string& db_path) {
   const std::string sqlite3 = FindInPath("sqlite3");
   if (sqlite3.empty()) {

@@ -19,12 +19,6 @@
 namespace brake::integration {
 namespace {
 
-void SetPolicy(Client& c, const std::string& scope, const char* limits) {
-  CallOk(c, {{"op", "policy.set"},
-             {"scope", scope},
-             {"limits", json::parse(limits)}});
-}
-
 json AcquireLine(const json& id, const std::string& user,
                  const std::string& task, int64_t wait_ms) {
   return {{"id", id},
@@ -70,14 +64,6 @@ bool PollUntil(Fn done, int64_t timeout_ms) {
     SleepMs(10);
   }
   return true;
-}
-
-double Metric(Client& c, const std::string& name) {
-  json m = CallOk(c, {{"op", "metrics"}});
-  std::optional<double> v = MetricValue(m["text"], name);
-  INFO("metric " << name);
-  REQUIRE(v.has_value());
-  return *v;
 }
 
 const char* kGranted = "brake_acquires_total{result=\"granted\"}";
@@ -355,6 +341,13 @@ TEST_CASE("waiting acquires are counted in brake_acquires_total",
   CHECK(
       Metric(c, "brake_acquires_total{result=\"denied\",reason=\"timeout\"}") ==
       1);
+  // Every waiting acquire's answer is in the wait histogram too, and the
+  // queue_full came from max_waiters_per_scope.
+  CHECK(Metric(c, "brake_wait_seconds_count{result=\"granted\"}") == 1);
+  CHECK(Metric(c, "brake_wait_seconds_count{result=\"queue_full\"}") == 1);
+  CHECK(Metric(c, "brake_wait_seconds_count{result=\"timeout\"}") == 1);
+  CHECK(Metric(c, "brake_limit_hits_total{limit=\"max_waiters_per_scope\"}") ==
+        1);
 }
 
 TEST_CASE("a waiter is woken by a cancel and by a lease expiring",
