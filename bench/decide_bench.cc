@@ -1,0 +1,381 @@
+// brake-decide-bench: the cost of one hierarchical Engine::Acquire decision,
+// in process: no socket, no JSON, no storage thread. It is the ceiling the
+// daemon's request path (parse, decide, reply, drain to storage) spends on
+// top of, and the memory an idle subject holds in the engine.
+//
+// Every engine has token-bucket policies on `global`, `user:*` and `task:*`,
+// so each acquire resolves three scopes and checks three limiters. Subject i
+// is task "t<i>" of user "u<i % 1000>". After creating N subjects (one
+// acquire each), a fixed number of decisions goes round-robin over them:
+//   grant  acquire granted, then cancelled (timed separately)
+//   deny   acquire denied by the task's bucket (global and user admit first)
+//   dry    acquire with dry_run: evaluated, granted, nothing charged
+// Between batches of kBatch decisions the engine is drained as the daemon's
+// flush timer would (the lease encoder returns ""), and settled leases older
+// than the lease TTL are forgotten; that "housekeeping" is timed too.
+// The clock is simulated: now advances 1 us per decision.
+//
+// Memory per idle subject: in a forked child (a fresh heap), RSS
+// (/proc/self/status VmRSS) before and after creating N subjects (acquire +
+// commit, drained, settled leases forgotten), divided by N; once with only a
+// `task:*` bucket, once with all three.
+//
+// Exit codes: 0 ok, 1 error, 2 usage.
+#include <malloc.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "budget/engine.h"
+
+namespace brake::bench {
+namespace {
+
+constexpr int kBatch = 1024;
+constexpr int64_t kUsers = 1000;
+constexpr int64_t kStartUs = 1'780'000'000'000'000;  // a wall-anchored now
+constexpr int64_t kLeaseTtlUs = 100'000;  // simulated: 100k decisions
+// For the memory figure: settled leases are forgotten after 500 subjects,
+// so few are left over (freed but still resident) when RSS is read.
+constexpr int64_t kShortLeaseTtlUs = 1000;
+
+constexpr const char* kUsage = R"(usage: brake-decide-bench [flags]
+
+  --iterations N      decisions per case and subject count (default 1000000)
+  --subjects LIST     distinct subjects, comma-separated (default 1,1000,1000000)
+  --cases LIST        grant,deny,dry or a subset (default all three)
+  --memory-subjects N subjects for the memory figure; 0 skips it
+                      (default 1000000)
+  -h, --help          this text
+)";
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Ns(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+// This thread's CPU time: unlike the wall clock, it does not count the time
+// other processes on a shared machine hold the core.
+int64_t CpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Sets `out` to prefix + decimal `n` without allocating (SSO-sized names).
+void Name(std::string* out, char prefix, int64_t n) {
+  char buf[24];
+  buf[0] = prefix;
+  auto [end, ec] = std::to_chars(buf + 1, buf + sizeof(buf), n);
+  (void)ec;
+  out->assign(buf, end);
+}
+
+void SetSubject(AcquireRequest* req, int64_t i) {
+  Name(&req->user, 'u', i % kUsers);
+  Name(&req->task, 't', i);
+}
+
+Policy BucketPolicy(int64_t rate, int64_t per_ms, int64_t burst) {
+  LimitSpec spec;
+  spec.name = "rps";
+  spec.resource = Resource::kRequests;
+  spec.algorithm = Algorithm::kTokenBucket;
+  spec.rate = rate;
+  spec.per_ms = per_ms;
+  spec.burst = burst;
+  Policy p;
+  p.limits.push_back(spec);
+  p.json = "{}";
+  return p;
+}
+
+const Policy& Generous() {
+  static const Policy p =
+      BucketPolicy(1'000'000'000, 1000, 1'000'000'000);  // never denies
+  return p;
+}
+
+// One request per day, burst 1: a subject that spent its token is denied.
+const Policy& Stingy() {
+  static const Policy p = BucketPolicy(1, 86'400'000, 1);
+  return p;
+}
+
+struct Bench {
+  explicit Bench(int64_t lease_ttl_us)
+      : engine("l", lease_ttl_us), lease_ttl_us(lease_ttl_us) {}
+  Engine engine;
+  int64_t lease_ttl_us;
+  int64_t now_us = kStartUs;
+  Batch batch;
+
+  // Drains the dirty marks and forgets settled leases past the TTL, as the
+  // daemon's flush and housekeeping timers do.
+  void Housekeep() {
+    batch = Batch{};
+    (void)engine.Drain(&batch, [](const Lease&) { return std::string(); });
+    (void)engine.ExpireLeases(now_us);
+  }
+};
+
+// Policies on global, user:* and task:* (only task:* when !hierarchy); the
+// task bucket stingy for the deny case. Creates `subjects` subjects with one
+// acquire each: cancelled when `commit` is false (the bucket is refunded),
+// else committed (the token stays spent).
+std::unique_ptr<Bench> MakeBench(int64_t subjects, bool hierarchy,
+                                 bool stingy_tasks, bool commit,
+                                 int64_t lease_ttl_us = kLeaseTtlUs) {
+  auto b = std::make_unique<Bench>(lease_ttl_us);
+  if (hierarchy) {
+    b->engine.SetPolicy("global", Generous());
+    b->engine.SetPolicy("user:*", Generous());
+  }
+  b->engine.SetPolicy("task:*", stingy_tasks ? Stingy() : Generous());
+  AcquireRequest req;
+  CommitRequest done;
+  for (int64_t i = 0; i < subjects; ++i) {
+    SetSubject(&req, i);
+    Result<AcquireOutcome> r = b->engine.Acquire(req, ++b->now_us);
+    if (!r.ok() || !r.value().granted) {
+      std::fprintf(stderr, "brake-decide-bench: setup acquire %lld refused\n",
+                   static_cast<long long>(i));
+      std::exit(1);
+    }
+    if (commit) {
+      done.lease = r.value().lease;
+      (void)b->engine.Commit(done, ++b->now_us);
+    } else {
+      (void)b->engine.Cancel(r.value().lease, ++b->now_us);
+    }
+    if (i % kBatch == kBatch - 1) b->Housekeep();
+  }
+  b->now_us += lease_ttl_us + 1;  // every setup lease is past the TTL
+  b->Housekeep();
+  return b;
+}
+
+// The timed loops. noinline, so that callgrind can collect exactly them
+// (--toggle-collect='*TimedAcquires*' etc.).
+[[gnu::noinline]] void TimedAcquires(Bench* b, AcquireRequest* req,
+                                     int64_t first, int n, int64_t subjects,
+                                     std::vector<std::string>* leases,
+                                     uint64_t* granted) {
+  for (int k = 0; k < n; ++k) {
+    SetSubject(req, (first + k) % subjects);
+    Result<AcquireOutcome> r = b->engine.Acquire(*req, ++b->now_us);
+    if (r.ok() && r.value().granted) {
+      ++*granted;
+      if (!r.value().lease.empty()) {
+        leases->push_back(std::move(r.value().lease));
+      }
+    }
+  }
+}
+
+[[gnu::noinline]] void TimedCancels(Bench* b,
+                                    const std::vector<std::string>& leases) {
+  for (const std::string& id : leases) (void)b->engine.Cancel(id, b->now_us);
+}
+
+struct CaseResult {
+  uint64_t decisions = 0;
+  uint64_t granted = 0;
+  int64_t acquire_ns = 0;  // CPU time
+  int64_t cancel_ns = 0;
+  int64_t housekeeping_ns = 0;
+  int64_t wall_ns = 0;  // acquires and cancels, steady_clock
+};
+
+CaseResult RunCase(const std::string& kind, int64_t subjects,
+                   int64_t iterations) {
+  const bool deny = kind == "deny";
+  std::unique_ptr<Bench> b =
+      MakeBench(subjects, /*hierarchy=*/true, /*stingy_tasks=*/deny,
+                /*commit=*/deny);
+  AcquireRequest req;
+  req.dry_run = kind == "dry";
+  std::vector<std::string> leases;
+  leases.reserve(kBatch);
+  CaseResult out;
+  for (int64_t done = 0; done < iterations;) {
+    const int n = static_cast<int>(std::min<int64_t>(kBatch, iterations - done));
+    leases.clear();
+    const Clock::time_point wall0 = Clock::now();
+    const int64_t t0 = CpuNs();
+    TimedAcquires(b.get(), &req, done, n, subjects, &leases, &out.granted);
+    const int64_t t1 = CpuNs();
+    TimedCancels(b.get(), leases);
+    const int64_t t2 = CpuNs();
+    const Clock::time_point wall1 = Clock::now();
+    b->Housekeep();
+    const int64_t t3 = CpuNs();
+    out.acquire_ns += t1 - t0;
+    out.cancel_ns += t2 - t1;
+    out.housekeeping_ns += t3 - t2;
+    out.wall_ns += Ns(wall1 - wall0);
+    done += n;
+    out.decisions += static_cast<uint64_t>(n);
+  }
+  return out;
+}
+
+int64_t RssKb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// Bytes of RSS per idle subject, measured in a forked child so that the
+// parent's heap (and earlier runs' freed memory) cannot hide growth.
+double IdleBytesPerSubject(int64_t subjects, bool hierarchy) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    malloc_trim(0);
+    const int64_t before = RssKb();
+    std::unique_ptr<Bench> b =
+        MakeBench(subjects, hierarchy, /*stingy_tasks=*/false, /*commit=*/true,
+                  kShortLeaseTtlUs);
+    malloc_trim(0);  // hand back what was freed on the way (settled leases)
+    const int64_t after = RssKb();
+    double per = static_cast<double>(after - before) * 1024.0 /
+                 static_cast<double>(subjects);
+    ssize_t w = write(fds[1], &per, sizeof per);
+    _exit(w == sizeof per ? 0 : 1);
+  }
+  close(fds[1]);
+  double per = -1;
+  if (pid < 0 || read(fds[0], &per, sizeof per) != sizeof per) per = -1;
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return per;
+}
+
+bool ParseList(std::string_view s, std::vector<std::string>* out) {
+  out->clear();
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    out->emplace_back(s.substr(0, comma));
+    if (out->back().empty()) return false;
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return !out->empty();
+}
+
+bool ParseCount(std::string_view s, int64_t lo, int64_t* out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && *out >= lo;
+}
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "brake-decide-bench: %s\n%s", problem.c_str(), kUsage);
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  int64_t iterations = 1'000'000;
+  int64_t memory_subjects = 1'000'000;
+  std::vector<int64_t> subject_counts{1, 1000, 1'000'000};
+  std::vector<std::string> cases{"grant", "deny", "dry"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) return Usage(arg + ": missing value or unknown flag");
+    const std::string value = argv[++i];
+    std::vector<std::string> items;
+    if (arg == "--iterations") {
+      if (!ParseCount(value, 1, &iterations)) return Usage(arg + " needs N >= 1");
+    } else if (arg == "--memory-subjects") {
+      if (!ParseCount(value, 0, &memory_subjects)) {
+        return Usage(arg + " needs N >= 0");
+      }
+    } else if (arg == "--subjects") {
+      subject_counts.clear();
+      if (!ParseList(value, &items)) return Usage(arg + " needs a list");
+      for (const std::string& item : items) {
+        int64_t n = 0;
+        if (!ParseCount(item, 1, &n)) return Usage(arg + ": bad count " + item);
+        subject_counts.push_back(n);
+      }
+    } else if (arg == "--cases") {
+      if (!ParseList(value, &cases)) return Usage(arg + " needs a list");
+      for (const std::string& c : cases) {
+        if (c != "grant" && c != "deny" && c != "dry") {
+          return Usage(arg + ": unknown case " + c);
+        }
+      }
+    } else {
+      return Usage("unknown flag " + arg);
+    }
+  }
+
+  // First, while this process's heap is still small: a forked child
+  // reuses (and so does not count) memory its parent has freed.
+  if (memory_subjects > 0) {
+    std::printf("memory per idle subject (%lld subjects, each acquired and "
+                "committed once, drained, settled leases forgotten):\n",
+                static_cast<long long>(memory_subjects));
+    std::printf("  task:* bucket only:            %8.0f bytes\n",
+                IdleBytesPerSubject(memory_subjects, false));
+    std::printf("  global + user:* + task:*:      %8.0f bytes\n",
+                IdleBytesPerSubject(memory_subjects, true));
+    std::printf("\n");
+  }
+  std::printf(
+      "brake-decide-bench: %lld decisions per row; policies global + user:* "
+      "+ task:* token buckets (3 scopes, 3 limiters per acquire)\n"
+      "ns are this thread's CPU time per decision (a grant's decision is its "
+      "acquire + cancel);\nwall ns/dec is the same by steady_clock; "
+      "housekeeping (drain + forget) is not counted in a decision\n\n",
+      static_cast<long long>(iterations));
+  std::printf("%9s  %-5s  %11s  %7s  %10s  %9s  %10s  %11s  %9s\n", "subjects",
+              "case", "decisions/s", "ns/dec", "ns/acquire", "ns/cancel",
+              "ns/housek.", "wall ns/dec", "granted");
+  for (int64_t subjects : subject_counts) {
+    for (const std::string& kind : cases) {
+      CaseResult r = RunCase(kind, subjects, iterations);
+      const double d = static_cast<double>(r.decisions);
+      const double acquire = static_cast<double>(r.acquire_ns) / d;
+      const double cancel = static_cast<double>(r.cancel_ns) / d;
+      const double per = acquire + cancel;
+      std::printf("%9lld  %-5s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  %11.0f  "
+                  "%9llu\n",
+                  static_cast<long long>(subjects), kind.c_str(), 1e9 / per,
+                  per, acquire, cancel,
+                  static_cast<double>(r.housekeeping_ns) / d,
+                  static_cast<double>(r.wall_ns) / d,
+                  static_cast<unsigned long long>(r.granted));
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace brake::bench
+
+int main(int argc, char** argv) { return brake::bench::Main(argc, argv); }
