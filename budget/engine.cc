@@ -306,8 +306,7 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     }
   }
   for (const std::string& scope : scopes) {
-    AddTotals(reserved_, scope, want, 1);
-    Touch(scope, now_us, 1);
+    AddTotals(Touch(scope, now_us, 1).reserved, want, 1);
   }
   if (new_task) {
     tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000};
@@ -322,9 +321,7 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
   return out;
 }
 
-void Engine::AddTotals(std::unordered_map<std::string, Totals>& map,
-                       const std::string& scope, const Totals& t, int sign) {
-  Totals& dst = map[scope];
+void Engine::AddTotals(Totals& dst, const Totals& t, int sign) {
   dst.requests = SaturatingAdd(dst.requests, sign * t.requests);
   dst.tokens = SaturatingAdd(dst.tokens, sign * t.tokens);
   dst.usd_nano = SaturatingAdd(dst.usd_nano, sign * t.usd_nano);
@@ -349,10 +346,10 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
     dirty_limiters_.insert(key);
   }
   for (const std::string& scope : lease.scopes) {
-    Touch(scope, now_us, -1);
-    AddTotals(reserved_, scope, reserved, -1);
+    Subject& subject = Touch(scope, now_us, -1);
+    AddTotals(subject.reserved, reserved, -1);
     if (actual.requests || actual.tokens || actual.usd_nano) {
-      AddTotals(spend_, scope, actual, 1);
+      AddTotals(subject.spend, actual, 1);
       dirty_spend_.insert(scope);
     }
   }
@@ -511,9 +508,9 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
     }
     report.limits.push_back(LimitStatus{a.scope, *a.spec, usage});
   }
-  if (auto it = spend_.find(scope); it != spend_.end()) report.spend = it->second;
-  if (auto it = reserved_.find(scope); it != reserved_.end()) {
-    report.reserved = it->second;
+  if (auto it = subjects_.find(scope); it != subjects_.end()) {
+    report.spend = it->second.spend;
+    report.reserved = it->second.reserved;
   }
   return report;
 }
@@ -553,16 +550,24 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
       }
     }
   }
-  std::string spend_prefix = IsWildcard(scope) ? prefix : scope;
-  for (auto it = spend_.begin(); it != spend_.end();) {
-    bool match = IsWildcard(scope) ? it->first.rfind(spend_prefix, 0) == 0
-                                   : it->first == scope;
-    if (match) {
-      dirty_spend_.insert(it->first);
-      it = spend_.erase(it);
-    } else {
-      ++it;
+  // Spend goes (reservations stay: their leases are still open).
+  auto clear_spend = [this](const std::string& name, Subject& subject) {
+    if (subject.spend.requests == 0 && subject.spend.tokens == 0 &&
+        subject.spend.usd_nano == 0) {
+      return;
     }
+    subject.spend = Totals{};
+    dirty_spend_.insert(name);
+  };
+  if (!IsWildcard(scope)) {
+    if (auto it = subjects_.find(scope); it != subjects_.end()) {
+      clear_spend(it->first, it->second);
+    }
+    return;
+  }
+  const std::string kind = scope.substr(0, scope.size() - 1);
+  for (auto& [name, subject] : subjects_) {
+    if (name.rfind(kind, 0) == 0) clear_spend(name, subject);
   }
 }
 

@@ -173,8 +173,8 @@ class Engine {
                    std::vector<std::string>* expired = nullptr);
   // Settled spend of a subject scope ("global" for everything).
   Totals SpendOf(const std::string& scope) const {
-    auto it = spend_.find(scope);
-    return it == spend_.end() ? Totals{} : it->second;
+    auto it = subjects_.find(scope);
+    return it == subjects_.end() ? Totals{} : it->second.spend;
   }
   // The user who owns `task`; "" when the task is unknown.
   std::string TaskOwner(const std::string& task) const {
@@ -258,9 +258,11 @@ class Engine {
     std::string parent;
     int64_t created_ms = 0;
   };
-  struct Subject {  // a subject in memory
-    int64_t used_us = 0;  // last acquire, settlement or load
+  struct Subject {  // a subject in memory: one map entry holds it all
+    int64_t used_us = 0;  // last acquire, settlement, reset or load
     int32_t leases = 0;   // open leases naming it: not evictable
+    Totals spend;         // settled
+    Totals reserved;      // held by open leases
   };
   struct Applied {  // one limit that applies to a request
     std::string scope;
@@ -279,8 +281,9 @@ class Engine {
                        std::vector<std::string>* scopes,
                        std::string* unknown_parent = nullptr) const;
   bool NeedsLoad(const std::string& scope) const;
-  // Marks `scope` used now; `leases` is added to its open-lease count.
-  void Touch(const std::string& scope, int64_t now_us, int leases);
+  // Marks `scope` used now (adding it when new); `leases` is added to its
+  // open-lease count.
+  Subject& Touch(const std::string& scope, int64_t now_us, int leases);
   bool Evictable(const std::string& scope, const Subject& s,
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
@@ -292,8 +295,7 @@ class Engine {
   void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
                      std::vector<Applied>* out, bool create);
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
-  void AddTotals(std::unordered_map<std::string, Totals>& map,
-                 const std::string& scope, const Totals& t, int sign);
+  static void AddTotals(Totals& dst, const Totals& t, int sign);
   void ForgetDuplicatesBefore(int64_t now_us);
 
   std::string lease_prefix_;
@@ -307,8 +309,6 @@ class Engine {
   std::unordered_map<std::string, TaskInfo> tasks_;
   // key: scope + '\x1f' + limit name
   std::unordered_map<std::string, std::unique_ptr<Limiter>> limiters_;
-  std::unordered_map<std::string, Totals> spend_;
-  std::unordered_map<std::string, Totals> reserved_;
   std::unordered_map<std::string, Lease> leases_;
   std::multimap<int64_t, std::string> expiry_;  // expires_at_us -> lease
   // Settled leases, for duplicate commits: id -> (result, settled_at_us).

@@ -24,14 +24,13 @@ void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {
 }
 
 void Engine::RestoreSpend(const SpendRow& row) {
-  spend_[row.scope] = Totals{row.requests, row.tokens, row.usd_nano};
+  subjects_[row.scope].spend = Totals{row.requests, row.tokens, row.usd_nano};
 }
 
 void Engine::RestoreLease(Lease lease, int64_t now_us) {
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
   for (const std::string& scope : lease.scopes) {
-    AddTotals(reserved_, scope, reserved, 1);
-    Touch(scope, now_us, 1);
+    AddTotals(Touch(scope, now_us, 1).reserved, reserved, 1);
   }
   // Concurrency counts are derived from open leases, not persisted: a
   // concurrency limiter without a stored row is made from its policy.
@@ -98,13 +97,13 @@ bool Engine::Drain(Batch* batch,
   }
   for (const std::string& scope : dirty_spend_) {
     any = true;
-    auto it = spend_.find(scope);
-    if (it == spend_.end()) {
-      batch->spend_deleted.push_back(scope);
+    auto it = subjects_.find(scope);
+    const Totals spend = it == subjects_.end() ? Totals{} : it->second.spend;
+    if (spend.requests == 0 && spend.tokens == 0 && spend.usd_nano == 0) {
+      batch->spend_deleted.push_back(scope);  // a reset: no row is zero
     } else {
-      batch->spend_put.push_back(SpendRow{scope, it->second.requests,
-                                          it->second.tokens,
-                                          it->second.usd_nano});
+      batch->spend_put.push_back(
+          SpendRow{scope, spend.requests, spend.tokens, spend.usd_nano});
     }
   }
   for (const std::string& id : dirty_leases_) {

@@ -24,10 +24,12 @@ bool Engine::NeedsLoad(const std::string& scope) const {
          subjects_.find(scope) == subjects_.end();
 }
 
-void Engine::Touch(const std::string& scope, int64_t now_us, int leases) {
+Engine::Subject& Engine::Touch(const std::string& scope, int64_t now_us,
+                               int leases) {
   Subject& s = subjects_[scope];
   s.used_us = std::max(s.used_us, now_us);
   s.leases += leases;
+  return s;
 }
 
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
@@ -116,8 +118,6 @@ void Engine::Evict(const std::string& scope) {
       limiters_.erase(LimiterKey(scope, spec.name));
     }
   }
-  spend_.erase(scope);
-  reserved_.erase(scope);
   if (scope.rfind(kTaskPrefix, 0) == 0) {
     tasks_.erase(scope.substr(kTaskPrefix.size()));
   }
