@@ -213,6 +213,9 @@ class Engine {
   std::vector<std::string> MissingFor(const AcquireRequest& request) const;
   // The same for `status` or `reset` of one concrete scope.
   std::vector<std::string> MissingForScope(const std::string& scope) const;
+  // Whether deciding `request` would add subjects to memory (its user, task
+  // or resource is not there yet): refused when memory is full.
+  bool AddsSubjects(const AcquireRequest& request) const;
   // Installs loaded rows. Scopes already in memory keep their (newer) state;
   // every scope of `rows.scopes` is in memory afterwards.
   void RestoreSubjects(const SubjectRows& rows, int64_t now_us);

@@ -55,6 +55,14 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   return out;
 }
 
+bool Engine::AddsSubjects(const AcquireRequest& req) const {
+  auto absent = [this](std::string scope) {
+    return subjects_.find(scope) == subjects_.end();
+  };
+  return absent("user:" + req.user) || absent("task:" + req.task) ||
+         (!req.resource.empty() && absent("resource:" + req.resource));
+}
+
 std::vector<std::string> Engine::MissingForScope(
     const std::string& scope) const {
   std::vector<std::string> out;

@@ -118,6 +118,10 @@ const std::vector<Setting>& Settings() {
                   "a subject unused this long leaves memory (its state "
                   "stays stored and is loaded on its next use); 0 keeps "
                   "every subject in memory"),
+      INT_SETTING(max_subjects, 1000, 1000000000, 2000000, true,
+                  "subjects held in memory at most: above 90% idle ones "
+                  "are evicted early; at the cap an acquire for a new "
+                  "subject is refused unavailable"),
       INT_SETTING(top_max_subjects, 1, 1000000, 10000, false,
                   "users, tasks and resources each tracked for the top op; "
                   "when full the least active makes room"),

@@ -14,6 +14,8 @@ std::string_view LimitHitName(LimitHit limit) {
       return "max_output_bytes";
     case LimitHit::kPartialLineTimeoutMs:
       return "partial_line_timeout_ms";
+    case LimitHit::kMaxSubjects:
+      return "max_subjects";
     case LimitHit::kMaxWaitersPerScope:
       break;
   }

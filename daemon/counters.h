@@ -26,8 +26,9 @@ enum class LimitHit {
   kMaxOutputBytes,        // a client not reading its replies, closed
   kPartialLineTimeoutMs,  // a slow-loris connection, closed
   kMaxWaitersPerScope,    // a waiting acquire refused queue_full
+  kMaxSubjects,           // an acquire for new subjects refused unavailable
 };
-inline constexpr size_t kLimitHitCount = 6;
+inline constexpr size_t kLimitHitCount = 7;
 std::string_view LimitHitName(LimitHit limit);
 
 struct LimitHits {

@@ -27,6 +27,7 @@ constexpr uint64_t kHousekeepingMs = 100;
 // subjects are swept in about 25 s, a few hundred microseconds per tick.
 constexpr size_t kEvictScanPerTick = 4096;
 constexpr size_t kTrimAfterEvictions = 1024;
+constexpr size_t kEvictScanPressed = 65536;
 
 // Lease ids carry a random prefix per run, so ids of leases restored from an
 // earlier run never collide with new ones.
@@ -424,17 +425,25 @@ void Daemon::Housekeeping() {
 }
 
 void Daemon::EvictIdle() {
-  if (config_.subject_idle_ms <= 0 || !dispatcher_->storage_ok()) return;
+  // Near max_subjects, anything idle since the barrier may go, and faster.
+  const bool pressed = static_cast<int64_t>(engine_->resident_subjects()) >
+                       config_.max_subjects / 10 * 9;
+  if ((config_.subject_idle_ms <= 0 && !pressed) ||
+      !dispatcher_->storage_ok()) {
+    return;
+  }
   const int64_t now = clock_.NowUs();
   const bool committed =
       pending_.empty() || pending_.front().first > evict_barrier_seq_;
   if (committed && evict_barrier_us_ > 0) {
     // Every change made before the barrier is committed; a subject changed
     // since was used since, so the cutoff keeps it.
-    const int64_t cutoff = std::min(now - config_.subject_idle_ms * 1000,
-                                    evict_barrier_us_);
-    const size_t evicted =
-        engine_->EvictIdle(now, now - cutoff, kEvictScanPerTick);
+    const int64_t cutoff =
+        pressed ? evict_barrier_us_
+                : std::min(now - config_.subject_idle_ms * 1000,
+                           evict_barrier_us_);
+    const size_t evicted = engine_->EvictIdle(
+        now, now - cutoff, pressed ? kEvictScanPressed : kEvictScanPerTick);
     stats_.subjects_evicted += static_cast<int64_t>(evicted);
     // Many small frees leave glibc's heap holding the memory; give it back.
     if (evicted >= kTrimAfterEvictions) malloc_trim(0);

@@ -110,6 +110,15 @@ struct OpHandlers {
     a.tokens = Int(req, "tokens", 0);
     a.requests = Int(req, "requests", 1);
     if (LoadFirst(ctx, ctx.engine->MissingFor(a))) return Status::Ok();
+    if (static_cast<int64_t>(ctx.engine->resident_subjects()) >=
+            d.config_->max_subjects &&
+        ctx.engine->AddsSubjects(a)) {
+      d.stats_->limit_hits.Add(LimitHit::kMaxSubjects);
+      return Status::Unavailable(
+          "user: " + std::to_string(ctx.engine->resident_subjects()) +
+          " subjects in memory (max_subjects); no room for a new one until "
+          "idle ones are evicted");
+    }
     if (int64_t wait_ms = Int(req, "wait_ms", 0);
         wait_ms > 0 && d.waiters_ != nullptr) {
       auto id = req.find("id");

@@ -3,6 +3,7 @@
 // way, on demand.
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -114,6 +115,54 @@ TEST_CASE("global and subject budgets survive a restart that loads lazily",
   CHECK(denied["scope"] == "global");
   json status = CallOk(c, {{"op", "status"}, {"task", "t2"}});
   CHECK(status["spend"]["requests"] == 2);
+}
+
+// Sends `n` acquires for new users (u<i>, task t<i>) in one write; returns
+// their leases.
+std::vector<std::string> AcquireNewSubjects(Client& c, int n) {
+  std::string lines;
+  for (int i = 0; i < n; ++i) {
+    lines += json{{"op", "acquire"}, {"id", i}, {"user", "u" + std::to_string(i)},
+                  {"task", "t" + std::to_string(i)}}.dump() + "\n";
+  }
+  c.SendRaw(lines);
+  std::vector<std::string> leases;
+  for (int i = 0; i < n; ++i) {
+    auto line = c.ReadLine();
+    REQUIRE(line);
+    json reply = json::parse(*line);
+    INFO(reply.dump());
+    REQUIRE(reply["granted"] == true);
+    leases.push_back(reply["lease"]);
+  }
+  return leases;
+}
+
+TEST_CASE("max_subjects bounds the subjects in memory", "[integration]") {
+  // 500 users and their tasks, plus global: 1,001 subjects, each held in
+  // memory by an open lease.
+  RunningDaemon d(json{{"max_subjects", 1000}, {"durability", "batched"}});
+  Client c = d.daemon.Connect();
+  std::vector<std::string> leases = AcquireNewSubjects(c, 500);
+  CHECK(Metric(c, "brake_subjects") == 1001);
+
+  // A new subject is refused, naming the setting; known ones go on.
+  json refused = c.Call({{"op", "acquire"}, {"user", "late"}, {"task", "x"}});
+  RequireError(refused, "unavailable", "max_subjects");
+  CHECK(Metric(c, "brake_limit_hits_total{limit=\"max_subjects\"}") == 1);
+  CHECK(Acquire(c, "u7", "t7")["granted"] == true);
+
+  // Settled, they may go although subject_idle_ms (1 h) has not passed:
+  // above 90% of the cap, anything idle is evicted.
+  for (const std::string& lease : leases) {
+    CallOk(c, {{"op", "cancel"}, {"lease", lease}});
+  }
+  const int64_t deadline = MonoMs() + 15000;
+  while (Metric(c, "brake_subjects") > 900 && MonoMs() < deadline) {
+    c.Call({{"op", "ping"}});
+  }
+  CHECK(Metric(c, "brake_subjects") <= 900);
+  CHECK(Acquire(c, "late", "x")["granted"] == true);
 }
 
 }  // namespace
