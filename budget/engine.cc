@@ -10,13 +10,6 @@ namespace {
 
 constexpr size_t kMaxTaskDepth = 32;
 
-// "user:alice" -> "user:*"; "global" -> "".
-std::string DefaultScopeOf(const std::string& scope) {
-  size_t colon = scope.find(':');
-  if (colon == std::string::npos) return "";
-  return scope.substr(0, colon + 1) + "*";
-}
-
 bool IsWildcard(const std::string& scope) {
   return scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0;
 }
@@ -79,13 +72,21 @@ void Engine::SetPolicy(const std::string& scope, Policy policy) {
   policies_[scope] = std::move(policy);
   dirty_policies_.insert(scope);
   ++mutations_;
+  FindDefaults();
 }
 
 bool Engine::DeletePolicy(const std::string& scope) {
   if (policies_.erase(scope) == 0) return false;
   dirty_policies_.insert(scope);
   ++mutations_;
+  FindDefaults();
   return true;
+}
+
+void Engine::FindDefaults() {
+  default_user_ = GetPolicy("user:*");
+  default_task_ = GetPolicy("task:*");
+  default_resource_ = GetPolicy("resource:*");
 }
 
 const Policy* Engine::GetPolicy(const std::string& scope) const {
@@ -115,8 +116,11 @@ const LimitSpec* Engine::FindLimit(const std::string& scope,
 
 const Policy* Engine::PolicyFor(const std::string& scope) const {
   if (const Policy* p = GetPolicy(scope)) return p;
-  std::string def = DefaultScopeOf(scope);
-  return def.empty() ? nullptr : GetPolicy(def);
+  std::string_view s = scope;
+  if (s.starts_with("user:")) return default_user_;
+  if (s.starts_with("task:")) return default_task_;
+  if (s.starts_with("resource:")) return default_resource_;
+  return nullptr;
 }
 
 Status Engine::SubjectScopes(const AcquireRequest& req,
@@ -152,7 +156,11 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
 
 Limiter* Engine::Instance(const std::string& scope, const LimitSpec& spec,
                           int64_t now_us, bool create) {
-  std::string key = LimiterKey(scope, spec.name);
+  return Instance(LimiterKey(scope, spec.name), scope, spec, now_us, create);
+}
+
+Limiter* Engine::Instance(std::string key, const std::string& scope,
+                          const LimitSpec& spec, int64_t now_us, bool create) {
   auto it = limiters_.find(key);
   if (it != limiters_.end()) {
     Limiter* l = it->second.get();
@@ -194,8 +202,9 @@ void Engine::CollectLimits(const std::vector<std::string>& scopes,
     const Policy* policy = PolicyFor(scope);
     if (policy == nullptr) continue;
     for (const LimitSpec& spec : policy->limits) {
-      out->push_back(Applied{scope, &spec, Instance(scope, spec, now_us, create),
-                             LimiterKey(scope, spec.name)});
+      std::string key = LimiterKey(scope, spec.name);
+      Limiter* limiter = Instance(key, scope, spec, now_us, create);
+      out->push_back(Applied{scope, &spec, limiter, std::move(key)});
     }
   }
 }
@@ -293,7 +302,7 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
   for (Applied& a : applied) {
     int64_t amount = AmountFor(a.spec->resource, want);
     a.limiter->Charge(amount, now_us);
-    dirty_limiters_.insert(a.key);
+    MarkUnsaved(a.key, a.limiter);
     lease.charges.push_back(
         LeaseCharge{a.scope, a.spec->name, a.spec->resource, amount});
     LimitUsage u = a.limiter->Usage(now_us);
@@ -343,14 +352,14 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
       if (delta != 0) l->Settle(delta, lease.granted_at_us, now_us);
     }
     l->Release(c.amount, now_us);
-    dirty_limiters_.insert(key);
+    MarkUnsaved(key, l);
   }
   for (const std::string& scope : lease.scopes) {
     Subject& subject = Touch(scope, now_us, -1);
     AddTotals(subject.reserved, reserved, -1);
     if (actual.requests || actual.tokens || actual.usd_nano) {
       AddTotals(subject.spend, actual, 1);
-      dirty_spend_.insert(scope);
+      MarkSpendUnsaved(scope, subject);
     }
   }
   auto range = expiry_.equal_range(lease.expires_at_us);
@@ -361,6 +370,18 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
     }
   }
   dirty_leases_.insert(lease.id);
+}
+
+void Engine::MarkUnsaved(const std::string& key, Limiter* limiter) {
+  if (limiter->unsaved) return;
+  limiter->unsaved = true;
+  dirty_limiters_.push_back(key);
+}
+
+void Engine::MarkSpendUnsaved(const std::string& scope, Subject& subject) {
+  if (subject.spend_unsaved) return;
+  subject.spend_unsaved = true;
+  dirty_spend_.push_back(scope);
 }
 
 void Engine::ForgetDuplicatesBefore(int64_t now_us) {
@@ -535,7 +556,7 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
   for (auto& [key, limiter] : limiters_) {
     if (key.rfind(prefix, 0) != 0) continue;
     limiter->Reset(now_us);
-    dirty_limiters_.insert(key);
+    MarkUnsaved(key, limiter.get());
   }
   // Open leases still hold what they reserved: re-charge concurrency so the
   // count of open leases stays true.
@@ -557,7 +578,7 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
       return;
     }
     subject.spend = Totals{};
-    dirty_spend_.insert(name);
+    MarkSpendUnsaved(name, subject);
   };
   if (!IsWildcard(scope)) {
     if (auto it = subjects_.find(scope); it != subjects_.end()) {

@@ -266,6 +266,7 @@ class Engine {
     int32_t leases = 0;   // open leases naming it: not evictable
     Totals spend;         // settled
     Totals reserved;      // held by open leases
+    bool spend_unsaved = false;  // listed in dirty_spend_
   };
   struct Applied {  // one limit that applies to a request
     std::string scope;
@@ -290,11 +291,18 @@ class Engine {
   bool Evictable(const std::string& scope, const Subject& s,
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
+  void MarkUnsaved(const std::string& key, Limiter* limiter);
+  void MarkSpendUnsaved(const std::string& scope, Subject& subject);
   void RestoreTask(const TaskRow& row);
   void RestoreLimiter(const LimiterRow& row, int64_t now_us);
   void RestoreSpend(const SpendRow& row);
   Limiter* Instance(const std::string& scope, const LimitSpec& spec,
                     int64_t now_us, bool create);
+  // The same, for a key already built (LimiterKey(scope, spec.name)).
+  Limiter* Instance(std::string key, const std::string& scope,
+                    const LimitSpec& spec, int64_t now_us, bool create);
+  // Caches the `KIND:*` policies that PolicyFor falls back to.
+  void FindDefaults();
   void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
                      std::vector<Applied>* out, bool create);
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
@@ -308,6 +316,9 @@ class Engine {
   uint64_t mutations_ = 0;
 
   std::map<std::string, Policy> policies_;
+  const Policy* default_user_ = nullptr;  // policies_["user:*"], stable
+  const Policy* default_task_ = nullptr;
+  const Policy* default_resource_ = nullptr;
   std::unordered_map<std::string, Price> prices_;
   std::unordered_map<std::string, TaskInfo> tasks_;
   // key: scope + '\x1f' + limit name
@@ -328,8 +339,10 @@ class Engine {
   std::set<std::string> dirty_policies_;
   std::set<std::string> dirty_prices_;
   std::set<std::string> dirty_tasks_;
-  std::set<std::string> dirty_limiters_;
-  std::set<std::string> dirty_spend_;
+  // Limiter keys and subject scopes with changes to drain; the limiter's
+  // `unsaved` and the subject's `spend_unsaved` keep each listed once.
+  std::vector<std::string> dirty_limiters_;
+  std::vector<std::string> dirty_spend_;
   std::set<std::string> dirty_leases_;
   std::vector<std::string> dirty_kind_resets_;  // "user:*": stored rows go
   std::vector<LedgerRow> ledger_;

@@ -87,6 +87,9 @@ bool Engine::Drain(Batch* batch,
   for (const std::string& key : dirty_limiters_) {
     auto it = limiters_.find(key);
     if (it == limiters_.end()) continue;
+    // A limiter replaced since it was listed is saved too (its key is
+    // listed), and may be listed twice: the second put is the same row.
+    it->second->unsaved = false;
     any = true;
     size_t sep = key.find(kLimiterKeySep);
     const Limiter& l = *it->second;
@@ -99,6 +102,7 @@ bool Engine::Drain(Batch* batch,
     any = true;
     auto it = subjects_.find(scope);
     const Totals spend = it == subjects_.end() ? Totals{} : it->second.spend;
+    if (it != subjects_.end()) it->second.spend_unsaved = false;
     if (spend.requests == 0 && spend.tokens == 0 && spend.usd_nano == 0) {
       batch->spend_deleted.push_back(scope);  // a reset: no row is zero
     } else {

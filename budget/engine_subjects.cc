@@ -108,16 +108,18 @@ bool Engine::Evictable(const std::string& scope, const Subject& s,
   if (s.leases > 0 || s.used_us >= cutoff_us || scope == "global") {
     return false;
   }
-  if (dirty_spend_.count(scope)) return false;
+  if (s.spend_unsaved) return false;
   if (scope.rfind(kTaskPrefix, 0) == 0 &&
       dirty_tasks_.count(scope.substr(kTaskPrefix.size()))) {
     return false;
   }
-  // Limiter keys are "scope\x1f name": the first at or after "scope\x1f".
-  std::string low = scope;
-  low.push_back(kLimiterKeySep);
-  auto it = dirty_limiters_.lower_bound(low);
-  return it == dirty_limiters_.end() || it->rfind(low, 0) != 0;
+  if (const Policy* policy = PolicyFor(scope)) {
+    for (const LimitSpec& spec : policy->limits) {
+      auto it = limiters_.find(LimiterKey(scope, spec.name));
+      if (it != limiters_.end() && it->second->unsaved) return false;
+    }
+  }
+  return true;
 }
 
 void Engine::Evict(const std::string& scope) {

@@ -76,9 +76,19 @@ class Limiter {
   const LimitSpec& spec() const { return spec_; }
   // Takes new parameters (same algorithm), keeping the counters: raising a
   // daily cap does not forgive what was spent today.
-  void Reconfigure(LimitSpec spec) { spec_ = std::move(spec); }
+  void Reconfigure(LimitSpec spec) {
+    spec_ = std::move(spec);
+    SpecChanged();
+  }
+
+  // The engine's bookkeeping, not the limiter's: set while a change to this
+  // limiter waits to be drained into a storage batch.
+  bool unsaved = false;
 
  protected:
+  // Called after Reconfigure, for figures derived from the spec.
+  virtual void SpecChanged() {}
+
   LimitSpec spec_;
 };
 

@@ -17,7 +17,8 @@ using budget_math::SatSub;
 using budget_math::Until;
 
 TokenBucket::TokenBucket(LimitSpec spec, int64_t now_us)
-    : Limiter(std::move(spec)), empty_at_us_(0) {
+    : Limiter(std::move(spec)), empty_at_us_(0), burst_cost_us_(0) {
+  SpecChanged();
   Reset(now_us);
 }
 
@@ -32,7 +33,7 @@ int64_t TokenBucket::CostUs(int64_t amount) const {
 }
 
 int64_t TokenBucket::ClampedEmptyAt(int64_t now_us) const {
-  return std::max(empty_at_us_, SatSub(now_us, CostUs(Burst())));
+  return std::max(empty_at_us_, SatSub(now_us, burst_cost_us_));
 }
 
 int64_t TokenBucket::StoredPermits(int64_t now_us) const {
@@ -84,13 +85,13 @@ LimitUsage TokenBucket::Usage(int64_t now_us) {
     u.resets_in_us = kNever;
   } else {
     u.resets_in_us =
-        Until(SatAdd(ClampedEmptyAt(now_us), CostUs(Burst())), now_us);
+        Until(SatAdd(ClampedEmptyAt(now_us), burst_cost_us_), now_us);
   }
   return u;
 }
 
 void TokenBucket::Reset(int64_t now_us) {
-  empty_at_us_ = SatSub(now_us, CostUs(Burst()));
+  empty_at_us_ = SatSub(now_us, burst_cost_us_);
 }
 
 std::vector<int64_t> TokenBucket::SaveState() const { return {empty_at_us_}; }
