@@ -238,10 +238,15 @@ struct OpHandlers {
     const json& req = ctx.request;
     std::string scope = Str(req, "scope");
     json body = json::object();
-    if (req.contains("limits")) body["limits"] = req["limits"];
-    if (req.contains("breaker")) body["breaker"] = req["breaker"];
+    // null is absent, as everywhere in the protocol.
+    for (const char* key : {"limits", "breaker"}) {
+      if (auto it = req.find(key); it != req.end() && !it->is_null()) {
+        body[key] = *it;
+      }
+    }
     if (body.empty()) {
-      // A misspelt "limits" must not silently set a policy with none.
+      // A misspelt (or null) "limits" must not silently set a policy with
+      // none: that would exempt the scope from its kind's default.
       return Status::BadRequest(
           "limits: is required (or breaker); to remove a policy use "
           "policy.delete");

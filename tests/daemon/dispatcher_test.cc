@@ -458,6 +458,12 @@ std::vector<ErrorCase> BadLines() {
       // policy.set limits
       {R"({"op":"policy.set","scope":"global","limits":{}})", "bad_request",
        "limits:"},
+      // null limits would set an empty policy, exempting the scope from its
+      // kind's default (found by the docs test)
+      {R"({"op":"policy.set","scope":"user:bob","limits":null})",
+       "bad_request", "limits:"},
+      {R"({"op":"policy.set","scope":"user:bob","limits":null,"breaker":null})",
+       "bad_request", "limits:"},
       {R"({"op":"policy.set","scope":"global","breaker":[]})", "bad_request",
        "breaker:"},
       {limit("7"), "bad_request", "limits[0]:"},
