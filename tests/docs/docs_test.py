@@ -57,6 +57,9 @@ def _find_braked() -> str:
 
 
 BRAKED = _find_braked()
+BRAKECTL = os.environ.get("BRAKECTL") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(BRAKED))), "ctl",
+    "brakectl")
 SHOW = bool(os.environ.get("DOCS_TEST_SHOW"))  # print the replies compared
 
 
@@ -536,6 +539,33 @@ class RecipesTest(DaemonCase):
         r = self.denied("rate_limited", user="alice", task="t-1")
         self.assertEqual(r["limit"], "rpm")
         self.granted(user="bob", task="t-2")
+
+    def test_brakectl_commands_run(self):
+        """Every ```sh block of the cookbook runs against braked: each
+        brakectl command exits 0 (or 3, denied). LEASE stands for the lease of
+        the last granted acquire."""
+        wrapper = r'''
+brakectl() {
+  out=$("$BRAKECTL" "$@"); rc=$?
+  printf '%s\n' "$out"
+  case "$out" in "lease "*) LEASE=${out#lease }; LEASE=${LEASE%%$'\n'*};; esac
+  if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
+    echo "FAILED ($rc): brakectl $*" >&2; exit 1
+  fi
+}
+'''
+        n = 0
+        for b in blocks("COOKBOOK.md"):
+            if b.info != "sh":
+                continue
+            script = wrapper + re.sub(r"\bLEASE\b", '"$LEASE"', b.text)
+            env = dict(os.environ, BRAKE_SOCKET=self.d.sock, BRAKECTL=BRAKECTL)
+            r = subprocess.run(["bash", "-c", script], env=env, text=True,
+                               capture_output=True, timeout=30)
+            self.assertEqual(r.returncode, 0, "%s: %s%s" % (
+                b.where(), r.stdout[-1000:], r.stderr[-1000:]))
+            n += b.text.count("brakectl ")
+        self.assertGreaterEqual(n, 20)
 
     def test_combined_task_policy(self):
         self.set_policy("combined")
