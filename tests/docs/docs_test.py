@@ -296,6 +296,32 @@ class JsonBlocksTest(unittest.TestCase):
                         in self.KNOWN:
                     self.assertEqual(b.info, "json", b.where())
 
+    def test_links_resolve(self):
+        """Relative links in the checked docs name files that exist and
+        headings that exist (GitHub's anchors)."""
+        def slugs(path):
+            out = set()
+            for line in read(path).splitlines():
+                m = re.match(r"^#+\s+(.*)$", line)
+                if m:
+                    slug = re.sub(r"[^\w\- ]", "", m.group(1).lower())
+                    out.add(slug.replace(" ", "-"))
+            return out
+
+        for doc in CHECKED + ["OPERATIONS.md"]:
+            here = os.path.join(DOCS, doc)
+            for target in re.findall(r"\]\(([^)\s]+)\)", read(here)):
+                if re.match(r"^[a-z]+:", target):
+                    continue  # http:, mailto:
+                path, _, anchor = target.partition("#")
+                full = os.path.normpath(os.path.join(DOCS, path)) if path \
+                    else here
+                self.assertTrue(os.path.exists(full) or
+                                path.startswith("../../shared/"),
+                                "%s: %s" % (doc, target))
+                if anchor and os.path.exists(full):
+                    self.assertIn(anchor, slugs(full), "%s: %s" % (doc, target))
+
     def test_readme_links_the_docs(self):
         readme = read(os.path.join(ROOT, "README.md"))
         for doc in CHECKED + ["OPERATIONS.md", "DESIGN.md",
