@@ -206,12 +206,16 @@ class Daemon:
         deadline = time.monotonic() + 10
         while True:
             if self.proc.poll() is not None:
+                self.log.close()
                 raise RuntimeError("braked exited: " + self.tail())
             try:
                 self.conn = Conn(self.sock)
                 break
             except OSError:
                 if time.monotonic() > deadline:
+                    self.proc.kill()
+                    self.proc.wait()
+                    self.log.close()
                     raise RuntimeError("braked did not start: " + self.tail())
                 time.sleep(0.01)
 
