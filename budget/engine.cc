@@ -204,7 +204,7 @@ void Engine::CollectLimits(const std::vector<std::string>& scopes,
     for (const LimitSpec& spec : policy->limits) {
       std::string key = LimiterKey(scope, spec.name);
       Limiter* limiter = Instance(key, scope, spec, now_us, create);
-      out->push_back(Applied{scope, &spec, limiter, std::move(key)});
+      out->push_back(Applied{&scope, &spec, limiter, std::move(key)});
     }
   }
 }
@@ -263,10 +263,10 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     Decision d = a.limiter->Check(AmountFor(a.spec->resource, want), now_us);
     if (d.verdict == Verdict::kAdmit) continue;
     if (a.spec->shadow) {
-      out.shadow.push_back(a.scope + "/" + a.spec->name);
+      out.shadow.push_back(*a.scope + "/" + a.spec->name);
       continue;
     }
-    Denial denial{ReasonFor(*a.spec, d.verdict), a.scope, a.spec->name,
+    Denial denial{ReasonFor(*a.spec, d.verdict), *a.scope, a.spec->name,
                   d.verdict == Verdict::kTooLarge ? kNever : d.retry_after_us,
                   ""};
     if (d.verdict == Verdict::kTooLarge) {
@@ -304,7 +304,7 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     a.limiter->Charge(amount, now_us);
     MarkUnsaved(a.key, a.limiter);
     lease.charges.push_back(
-        LeaseCharge{a.scope, a.spec->name, a.spec->resource, amount});
+        LeaseCharge{*a.scope, a.spec->name, a.spec->resource, amount});
     LimitUsage u = a.limiter->Usage(now_us);
     std::optional<int64_t>* slot =
         a.spec->resource == Resource::kRequests ? &out.remaining.requests
@@ -527,7 +527,7 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
     } else {
       usage = MakeLimiter(*a.spec, now_us)->Usage(now_us);  // never used yet
     }
-    report.limits.push_back(LimitStatus{a.scope, *a.spec, usage});
+    report.limits.push_back(LimitStatus{*a.scope, *a.spec, usage});
   }
   if (auto it = subjects_.find(scope); it != subjects_.end()) {
     report.spend = it->second.spend;

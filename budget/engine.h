@@ -269,7 +269,7 @@ class Engine {
     bool spend_unsaved = false;  // listed in dirty_spend_
   };
   struct Applied {  // one limit that applies to a request
-    std::string scope;
+    const std::string* scope;  // into the scopes CollectLimits was given
     const LimitSpec* spec;
     Limiter* limiter;  // nullptr when not yet instantiated
     std::string key;

@@ -34,23 +34,30 @@ Engine::Subject& Engine::Touch(const std::string& scope, int64_t now_us,
 
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
-  auto need = [&](std::string scope) {
-    if (NeedsLoad(scope)) out.push_back(std::move(scope));
+  // The filter first: most subjects were never stored, and asking it needs
+  // no string built.
+  auto need = [&](std::string_view prefix, const std::string& name) {
+    if (!stored_.MaybeContains(prefix, name)) return;
+    std::string scope = std::string(prefix) + name;
+    if (subjects_.find(scope) == subjects_.end()) {
+      out.push_back(std::move(scope));
+    }
   };
-  need("user:" + req.user);
-  need("task:" + req.task);
-  if (!req.resource.empty()) need("resource:" + req.resource);
+  need("user:", req.user);
+  need("task:", req.task);
+  if (!req.resource.empty()) need("resource:", req.resource);
   // The ancestors in memory, up to the first that is not.
   auto it = tasks_.find(req.task);
-  std::string parent = it != tasks_.end() ? it->second.parent : req.parent;
-  for (size_t depth = 0; !parent.empty() && depth < kMaxAncestorWalk;
+  const std::string* parent =
+      it != tasks_.end() ? &it->second.parent : &req.parent;
+  for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
        ++depth) {
-    auto p = tasks_.find(parent);
+    auto p = tasks_.find(*parent);
     if (p == tasks_.end()) {
-      need("task:" + parent);
+      need("task:", *parent);
       break;
     }
-    parent = p->second.parent;
+    parent = &p->second.parent;
   }
   return out;
 }

@@ -6,13 +6,19 @@
 namespace brake {
 namespace {
 
-// FNV-1a, then a 64-bit finalizer: two independent halves for double hashing.
-uint64_t Hash(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+
+// FNV-1a over `s`, continuing from `h`.
+uint64_t Fnv(uint64_t h, std::string_view s) {
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ull;
   }
+  return h;
+}
+
+// A 64-bit finalizer: two independent halves for double hashing.
+uint64_t Finish(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
@@ -20,6 +26,8 @@ uint64_t Hash(std::string_view s) {
   h ^= h >> 33;
   return h;
 }
+
+uint64_t Hash(std::string_view s) { return Finish(Fnv(kFnvBasis, s)); }
 
 }  // namespace
 
@@ -40,7 +48,15 @@ void ScopeFilter::Add(std::string_view scope) {
 }
 
 bool ScopeFilter::MaybeContains(std::string_view scope) const {
-  uint64_t h = Hash(scope);
+  return Test(Hash(scope));
+}
+
+bool ScopeFilter::MaybeContains(std::string_view prefix,
+                                std::string_view name) const {
+  return Test(Finish(Fnv(Fnv(kFnvBasis, prefix), name)));
+}
+
+bool ScopeFilter::Test(uint64_t h) const {
   uint64_t h1 = h, h2 = (h >> 32) | 1;
   for (int i = 0; i < kHashes; ++i) {
     uint64_t bit = (h1 + i * h2) & mask_;

@@ -23,10 +23,13 @@ class ScopeFilter {
 
   void Add(std::string_view scope);
   bool MaybeContains(std::string_view scope) const;
+  // The same for the scope `prefix` + `name`, without building it.
+  bool MaybeContains(std::string_view prefix, std::string_view name) const;
   size_t bytes() const { return bits_.size() * sizeof(uint64_t); }
 
  private:
   static constexpr int kHashes = 4;
+  bool Test(uint64_t hash) const;
   std::vector<uint64_t> bits_;
   uint64_t mask_ = 0;  // bit count - 1 (a power of two)
 };
