@@ -122,7 +122,7 @@ TEST_CASE("a waiting acquire does not hold up replies behind it",
   CHECK(second["granted"] == true);
 }
 
-TEST_CASE("concurrency limits open leases; commit frees a slot",
+TEST_CASE("concurrency limits open leases, and commit frees a slot",
           "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
@@ -213,7 +213,7 @@ TEST_CASE("a lease left open past lease_ttl_ms is settled at its estimate",
         50);
 }
 
-TEST_CASE("breaker.trip opens a scope's breaker; breaker.reset closes it",
+TEST_CASE("breaker.trip opens a scope's breaker, and breaker.reset closes it",
           "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();

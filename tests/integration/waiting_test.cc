@@ -84,7 +84,7 @@ const char* kGranted = "brake_acquires_total{result=\"granted\"}";
 
 TEST_CASE(
     "token bucket 1/s: waiters of two tasks are granted about a second "
-    "apart; one that cannot make it is refused at once",
+    "apart, and one that cannot make it is refused at once",
     "[integration][waiting]") {
   RunningDaemon d;
   Client admin = d.daemon.Connect();
