@@ -73,17 +73,6 @@ json UsageTotal(Client& c, const std::string& user) {
   return usage["rows"][0];
 }
 
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    timespec ts{0, 10'000'000};
-    nanosleep(&ts, nullptr);
-  }
-  return true;
-}
-
 TEST_CASE(
     "200 connections racing for a usd cap that fits k reservations: exactly "
     "k are granted, in each of 100 trials",

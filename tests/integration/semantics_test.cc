@@ -20,18 +20,6 @@ void SetPolicy(Client& c, const std::string& scope, const json& limits) {
   CallOk(c, {{"op", "policy.set"}, {"scope", scope}, {"limits", limits}});
 }
 
-// Polls `done` every 10 ms for up to `timeout_ms`; true once it holds.
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    timespec ts{0, 10'000'000};
-    nanosleep(&ts, nullptr);
-  }
-  return true;
-}
-
 TEST_CASE("a token bucket denial says when to retry, and that is enough",
           "[integration]") {
   RunningDaemon d;

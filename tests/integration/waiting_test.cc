@@ -62,16 +62,6 @@ void SleepMs(int64_t ms) {
   nanosleep(&ts, nullptr);
 }
 
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    SleepMs(10);
-  }
-  return true;
-}
-
 double Metric(Client& c, const std::string& name) {
   json m = CallOk(c, {{"op", "metrics"}});
   std::optional<double> v = MetricValue(m["text"], name);
