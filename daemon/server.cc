@@ -34,7 +34,7 @@ struct Server::Connection {
   bool paused = false;  // a deferred request is being answered
   bool throttled = false;  // read its share of this loop turn
   std::string out;      // replies not yet handed to uv_write
-  int64_t partial_since_us = 0;  // when `in` last became non-empty
+  int64_t partial_since_us = 0;  // when the incomplete line in `in` began
   int64_t closing_since_us = 0;  // when a graceful close began
 };
 
@@ -270,9 +270,12 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
     c->in.append(data + pos, n - pos);
     too_long = c->in.size() > max_line;
   }
+  // The clock runs for the line now incomplete: a client whose reads keep
+  // ending mid-line while whole lines go through (any long pipelined
+  // stream) is not a slow-loris.
   if (c->in.empty()) {
     c->partial_since_us = 0;
-  } else if (c->partial_since_us == 0) {
+  } else if (c->partial_since_us == 0 || pos > 0) {
     c->partial_since_us = gate_->NowUs();
   }
   if (too_long) {
