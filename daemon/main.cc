@@ -1,5 +1,6 @@
 // braked: the brake daemon. Parses flags and runs brake::Daemon.
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -85,6 +86,15 @@ int main(int argc, char** argv) {
   // libuv writes to sockets with write(2), which raises SIGPIPE; ignored, the
   // write fails with EPIPE and only that connection is closed.
   std::signal(SIGPIPE, SIG_IGN);
+  // One descriptor per connection: take all the hard limit allows, as Go
+  // programs do, rather than a shell's soft 1024 under the default
+  // max_connections of 4096 (connections beyond the limit are closed at
+  // once by libuv, without the too_many_connections line).
+  if (rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   // The socket accepts before Start() installs the signal handlers: a
   // supervisor that stops or reloads braked as soon as it answers must not
   // kill it outright. Held until then, such a signal is handled as usual.

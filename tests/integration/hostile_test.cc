@@ -12,6 +12,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <exception>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -215,6 +216,28 @@ TEST_CASE("out of descriptors, braked drops new connections without spinning",
   Client fresh = d.daemon.Connect();
   CallOk(fresh, {{"op", "ping"}});
   CHECK(d.daemon.Stop() == 0);
+}
+
+TEST_CASE("braked raises its soft descriptor limit to the hard limit",
+          "[integration][hostile]") {
+  const FileLimit own = FileLimitOf(0);
+  REQUIRE(own.hard > 256);
+  // Started with a soft limit of 256, as from a shell with a low ulimit -n.
+  REQUIRE(SetFileLimitOf(0, 256));
+  std::optional<RunningDaemon> d;
+  try {
+    d.emplace();
+  } catch (...) {
+    SetFileLimitOf(0, own.soft);
+    throw;
+  }
+  REQUIRE(SetFileLimitOf(0, own.soft));
+  // (valgrind keeps the limit to itself and emulates it for braked.)
+  if (!DaemonWrapped()) {
+    const FileLimit daemon = FileLimitOf(d->daemon.pid());
+    CHECK(daemon.soft == own.hard);
+    CHECK(daemon.hard == own.hard);
+  }
 }
 
 TEST_CASE("50 clients pipelining without reading are cut off at their output "

@@ -60,6 +60,12 @@ bool RaiseOwnFileLimit(uint64_t wanted) {
   return setrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur >= wanted;
 }
 
+FileLimit FileLimitOf(pid_t pid) {
+  rlimit limit;
+  if (prlimit(pid, RLIMIT_NOFILE, nullptr, &limit) != 0) return {};
+  return {limit.rlim_cur, limit.rlim_max};
+}
+
 bool SetFileLimitOf(pid_t pid, uint64_t soft) {
   rlimit limit;
   if (prlimit(pid, RLIMIT_NOFILE, nullptr, &limit) != 0) return false;

@@ -24,5 +24,12 @@ int ProcOpenFds(pid_t pid);
 bool RaiseOwnFileLimit(uint64_t wanted);
 // Sets the soft RLIMIT_NOFILE of process `pid` (prlimit). True on success.
 bool SetFileLimitOf(pid_t pid, uint64_t soft);
+// The soft and hard RLIMIT_NOFILE of process `pid` (pid 0: this one);
+// {0, 0} when it cannot be read.
+struct FileLimit {
+  uint64_t soft = 0;
+  uint64_t hard = 0;
+};
+FileLimit FileLimitOf(pid_t pid);
 
 }  // namespace brake::integration
