@@ -113,7 +113,8 @@ const std::vector<Setting>& Settings() {
                   "user); beyond that queue_full"),
       INT_SETTING(partial_line_timeout_ms, 100, 3600000, 10000, true,
                   "a connection holding an incomplete request line longer "
-                  "than this is closed (slowloris)"),
+                  "than this is closed (slowloris); a closed one whose "
+                  "client has not read its last replies by then is dropped"),
       INT_SETTING(subject_idle_ms, 0, 2592000000, 3600000, true,
                   "a subject unused this long leaves memory (its state "
                   "stays stored and is loaded on its next use); 0 keeps "
@@ -164,7 +165,8 @@ const std::vector<Setting>& Settings() {
                 return a.uid_users == b.uid_users;
               }},
       INT_SETTING(max_output_bytes, 65536, 1073741824, 16777216, true,
-                  "unread output a connection may hold before it is closed"),
+                  "replies a connection may hold (unsent or unread) before "
+                  "it is closed at once, discarding them"),
       Setting{"on_storage_error", "closed | open", "\"closed\"", true,
               "closed: acquires answer unavailable while storage fails; "
               "open: they are let through and logged",

@@ -277,6 +277,7 @@ void Daemon::OnLoopTurn() {
   }
   if (config_.durability == Durability::kStrict) Seal();
   server_->FlushWrites();
+  server_->ResumeReading();
 }
 
 bool Daemon::Dirty() const {
@@ -407,7 +408,8 @@ void Daemon::OnStorageDone(const StorageWorker::Done& done) {
 }
 
 void Daemon::Housekeeping() {
-  server_->ExpirePartialLines(clock_.NowUs());
+  server_->ExpireSlowClients(clock_.NowUs());
+  if (stopping_) return;  // only slow clients may hold up the shutdown
   int expired = dispatcher_->decider()->ExpireLeases(clock_.NowUs());
   if (expired > 0) {
     Log(LogLevel::kInfo, "%d lease(s) expired and were settled at their "
@@ -489,7 +491,7 @@ void Daemon::BeginShutdown(const char* why) {
   if (stopping_) return;
   stopping_ = true;
   Log(LogLevel::kInfo, "%s: stopping; flushing state", why);
-  uv_timer_stop(&housekeeping_);
+  // Housekeeping keeps running, for ExpireSlowClients only.
   server_->StopAccepting();
   dispatcher_->set_waiters(nullptr);
   waiters_->Close(nullptr);  // answers every waiter: braked is stopping

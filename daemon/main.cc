@@ -1,4 +1,7 @@
 // braked: the brake daemon. Parses flags and runs brake::Daemon.
+#include <pthread.h>
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -79,11 +82,32 @@ int main(int argc, char** argv) {
   }
   // A file-size limit must fail a write (and fail closed), not kill us.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Nor may a client that hangs up while its replies are being written:
+  // libuv writes to sockets with write(2), which raises SIGPIPE; ignored, the
+  // write fails with EPIPE and only that connection is closed.
+  std::signal(SIGPIPE, SIG_IGN);
+  // One descriptor per connection: take all the hard limit allows, as Go
+  // programs do, rather than a shell's soft 1024 under the default
+  // max_connections of 4096 (connections beyond the limit are closed at
+  // once by libuv, without the too_many_connections line).
+  if (rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  // The socket accepts before Start() installs the signal handlers: a
+  // supervisor that stops or reloads braked as soon as it answers must not
+  // kill it outright. Held until then, such a signal is handled as usual.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop_signals, signal);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   brake::Daemon daemon(options);
   if (brake::Status s = daemon.Start(); !s.ok()) {
     brake::Log(brake::LogLevel::kError, "cannot start: %s",
                s.ToString().c_str());
     return 1;
   }
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   return daemon.Run();
 }

@@ -32,8 +32,10 @@ struct Server::Connection {
   bool closing = false;
   bool close_after_write = false;
   bool paused = false;  // a deferred request is being answered
+  bool throttled = false;  // read its share of this loop turn
   std::string out;      // replies not yet handed to uv_write
-  int64_t partial_since_us = 0;  // when `in` last became non-empty
+  int64_t partial_since_us = 0;  // when the incomplete line in `in` began
+  int64_t closing_since_us = 0;  // when a graceful close began
 };
 
 namespace {
@@ -43,9 +45,22 @@ struct WriteReq {
   std::string data;
 };
 
-// A 64 KiB read buffer shared by every connection: the loop is single
-// threaded and OnRead consumes the bytes before the next read.
+// A read buffer shared by every connection: the loop is single threaded and
+// OnRead consumes the bytes before the next read.
 char g_read_buffer[64 * 1024];
+
+// Fairness between pipelining clients. Each connection reads at most its
+// share per loop turn; one that fills it stops reading until the next turn
+// (ResumeReading), so every other client is served in between. Left alone,
+// libuv reads up to 32 buffers (2 MiB) per connection per turn, and fifty
+// clients pipelining without pause made a well-behaved one wait about a
+// second for each reply. The share is the turn's budget split between the
+// connections that filled theirs in this turn or the previous one (a lone
+// busy client keeps whole buffers, so its throughput is unchanged), but
+// never under kMinReadShare (Redis reads 16 KiB per client per event for
+// this reason).
+constexpr size_t kTurnReadBudget = 64 * 1024;
+constexpr size_t kMinReadShare = 2 * 1024;
 
 bool PeerUid(uv_pipe_t* pipe, uint32_t* uid) {
   uv_os_fd_t fd;
@@ -179,9 +194,15 @@ void Server::OnConnection(uv_stream_t* listener, int status) {
                 &Server::OnRead);
 }
 
-void Server::OnAlloc(uv_handle_t*, size_t, uv_buf_t* buf) {
+void Server::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
   buf->base = g_read_buffer;
-  buf->len = sizeof(g_read_buffer);
+  buf->len = static_cast<Connection*>(handle->data)->server->ReadShare();
+}
+
+size_t Server::ReadShare() const {
+  const size_t readers = std::max(last_turn_readers_, throttled_.size() + 1);
+  return std::clamp(kTurnReadBudget / readers, kMinReadShare,
+                    sizeof(g_read_buffer));
 }
 
 void Server::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
@@ -191,7 +212,27 @@ void Server::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     self->CloseConnection(c);
     return;
   }
+  // The share this read was offered (Consume may change the next one).
+  const size_t share = self->ReadShare();
   self->Consume(c, buf->base, static_cast<size_t>(nread));
+  if (static_cast<size_t>(nread) == share && !c->closing &&
+      !c->close_after_write && !c->paused) {
+    uv_read_stop(stream);
+    c->throttled = true;
+    self->throttled_.push_back(c);
+  }
+}
+
+void Server::ResumeReading() {
+  last_turn_readers_ = throttled_.size();
+  for (Connection* c : throttled_) {
+    c->throttled = false;
+    if (!c->paused && !c->close_after_write && listening_) {
+      uv_read_start(reinterpret_cast<uv_stream_t*>(&c->pipe),
+                    &Server::OnAlloc, &Server::OnRead);
+    }
+  }
+  throttled_.clear();
 }
 
 void Server::Consume(Connection* c, const char* data, size_t n) {
@@ -230,9 +271,12 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
     c->in.append(data + pos, n - pos);
     too_long = c->in.size() > max_line;
   }
+  // The clock runs for the line now incomplete: a client whose reads keep
+  // ending mid-line while whole lines go through (any long pipelined
+  // stream) is not a slow-loris.
   if (c->in.empty()) {
     c->partial_since_us = 0;
-  } else if (c->partial_since_us == 0) {
+  } else if (c->partial_since_us == 0 || pos > 0) {
     c->partial_since_us = gate_->NowUs();
   }
   if (too_long) {
@@ -282,7 +326,8 @@ void Server::ReadOn(Connection* c) {
   std::string pending = std::move(c->in);
   c->in.clear();
   Consume(c, pending.data(), pending.size());
-  if (!c->paused && !c->closing && !c->close_after_write && listening_) {
+  if (!c->paused && !c->throttled && !c->closing && !c->close_after_write &&
+      listening_) {
     uv_read_start(reinterpret_cast<uv_stream_t*>(&c->pipe), &Server::OnAlloc,
                   &Server::OnRead);
   }
@@ -299,6 +344,13 @@ void Server::QueueReply(Connection* c, std::string data) {
   bool changed = gate_->ReplyChangedState();
   if (c->held.empty() && seq <= released_seq_) {
     Write(c, std::move(data));
+    return;
+  }
+  // Held replies count against the output cap too: a client that pipelines
+  // without reading must not grow them while a batch commits.
+  if (const size_t queued = QueuedBytes(c) + data.size();
+      queued > static_cast<size_t>(config_->max_output_bytes)) {
+    DropSlowReader(c, queued);
     return;
   }
   c->held_bytes += data.size();
@@ -357,13 +409,9 @@ void Server::Fail(uint64_t seq, const std::string& message) {
 // (FlushWrites), so a pipelined burst costs one write(2), not one per reply.
 void Server::Write(Connection* c, std::string data) {
   if (c->closing) return;
-  size_t queued = c->pipe.write_queue_size + c->held_bytes + c->out.size() +
-                  data.size();
-  if (queued > static_cast<size_t>(config_->max_output_bytes)) {
-    stats_->limit_hits.Add(LimitHit::kMaxOutputBytes);
-    Log(LogLevel::kWarn, "connection of uid %u holds %zu bytes of unread "
-        "replies; closing it", c->peer.uid, queued);
-    CloseConnection(c);
+  if (const size_t queued = QueuedBytes(c) + data.size();
+      queued > static_cast<size_t>(config_->max_output_bytes)) {
+    DropSlowReader(c, queued);
     return;
   }
   if (c->out.empty()) {
@@ -372,6 +420,17 @@ void Server::Write(Connection* c, std::string data) {
   } else {
     c->out += data;
   }
+}
+
+size_t Server::QueuedBytes(const Connection* c) {
+  return c->pipe.write_queue_size + c->held_bytes + c->out.size();
+}
+
+void Server::DropSlowReader(Connection* c, size_t queued) {
+  stats_->limit_hits.Add(LimitHit::kMaxOutputBytes);
+  Log(LogLevel::kWarn, "connection of uid %u holds %zu bytes of unread "
+      "replies; closing it", c->peer.uid, queued);
+  AbortConnection(c);
 }
 
 void Server::FlushWrites() {
@@ -397,48 +456,77 @@ void Server::WriteOut(Connection* c) {
   }
 }
 
-void Server::CloseConnection(Connection* c) {
-  if (c->closing) return;
-  WriteOut(c);  // what was answered still goes out before the shutdown
+void Server::Detach(Connection* c) {
   c->closing = true;
   unflushed_.erase(std::remove(unflushed_.begin(), unflushed_.end(), c),
                    unflushed_.end());
+  throttled_.erase(std::remove(throttled_.begin(), throttled_.end(), c),
+                   throttled_.end());
   holding_.erase(c);
   by_id_.erase(c->peer.conn);
   stats_->connections = static_cast<int64_t>(by_id_.size());
   gate_->OnConnectionClosed(c->peer.conn);
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
+}
+
+void Server::OnClosed(uv_handle_t* handle) {
+  auto* c = static_cast<Connection*>(handle->data);
+  Server* self = c->server;
+  self->connections_.erase(c);
+  delete c;
+  self->MaybeClosed();
+}
+
+void Server::CloseConnection(Connection* c) {
+  if (c->closing) return;
+  WriteOut(c);  // what was answered still goes out before the shutdown
+  Detach(c);
+  c->closing_since_us = gate_->NowUs();
   // Shut down after queued writes (an error line must reach the client),
-  // then close.
+  // then close. A client that never takes them is cut off by
+  // ExpireSlowClients (AbortConnection), which cancels this shutdown.
   auto* req = new uv_shutdown_t();
   req->data = c;
   int rc = uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->pipe),
                        [](uv_shutdown_t* r, int) {
-                         auto* conn = static_cast<Connection*>(r->data);
+                         auto* h = reinterpret_cast<uv_handle_t*>(r->handle);
                          delete r;
-                         uv_close(reinterpret_cast<uv_handle_t*>(&conn->pipe),
-                                  [](uv_handle_t* h) {
-                                    auto* cc = static_cast<Connection*>(h->data);
-                                    Server* s = cc->server;
-                                    s->connections_.erase(cc);
-                                    delete cc;
-                                    s->MaybeClosed();
-                                  });
+                         if (!uv_is_closing(h)) uv_close(h, &Server::OnClosed);
                        });
   if (rc != 0) {
     delete req;
-    uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe), [](uv_handle_t* h) {
-      auto* cc = static_cast<Connection*>(h->data);
-      Server* s = cc->server;
-      s->connections_.erase(cc);
-      delete cc;
-      s->MaybeClosed();
-    });
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe), &Server::OnClosed);
   }
 }
 
-void Server::ExpirePartialLines(int64_t now_us) {
+void Server::AbortConnection(Connection* c) {
+  if (!c->closing) Detach(c);
+  c->held.clear();
+  c->held_bytes = 0;
+  c->out.clear();
+  c->in.clear();
+  // Pending writes (and a pending shutdown) are cancelled; their callbacks
+  // free them.
+  auto* h = reinterpret_cast<uv_handle_t*>(&c->pipe);
+  if (!uv_is_closing(h)) uv_close(h, &Server::OnClosed);
+}
+
+void Server::ExpireSlowClients(int64_t now_us) {
   const int64_t limit_us = config_->partial_line_timeout_ms * 1000;
+  std::vector<Connection*> stalled;
+  for (Connection* c : connections_) {
+    if (c->closing_since_us != 0 && now_us - c->closing_since_us > limit_us &&
+        !uv_is_closing(reinterpret_cast<uv_handle_t*>(&c->pipe))) {
+      stalled.push_back(c);
+    }
+  }
+  for (Connection* c : stalled) {
+    Log(LogLevel::kWarn, "connection of uid %u did not take its last %zu "
+        "bytes of replies within %lld ms; dropping it", c->peer.uid,
+        c->pipe.write_queue_size,
+        static_cast<long long>(config_->partial_line_timeout_ms));
+    AbortConnection(c);
+  }
   std::vector<Connection*> slow;
   for (const auto& [id, c] : by_id_) {
     if (c->partial_since_us != 0 && !c->paused && !c->close_after_write &&

@@ -70,10 +70,16 @@ class Server {
   // error (same id) and writes it.
   void Fail(uint64_t seq, const std::string& message);
   // Closes connections that have held an incomplete line longer than
-  // partial_line_timeout_ms (a slow-loris client), after an error line.
-  void ExpirePartialLines(int64_t now_us);
+  // partial_line_timeout_ms (a slow-loris client), after an error line, and
+  // drops closed connections whose clients have not taken their last
+  // replies within that time either. Also runs while stopping, so a client
+  // that never reads cannot hold up shutdown.
+  void ExpireSlowClients(int64_t now_us);
   // Writes every connection's gathered replies (once per loop turn).
   void FlushWrites();
+  // Lets connections that read their share of the last turn read again
+  // (once per loop turn).
+  void ResumeReading();
   // Stops accepting and reading; connections stay open for their replies.
   void StopAccepting();
   // Closes every handle (after queued writes), then `on_closed`.
@@ -86,6 +92,9 @@ class Server {
   static void OnConnection(uv_stream_t* server, int status);
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void OnClosed(uv_handle_t* handle);
+  // How many bytes a connection may read now (see kTurnReadBudget).
+  size_t ReadShare() const;
   void HandleLine(Connection* c, std::string_view line);
   // After a deferred request: handles the lines held behind it and reads on.
   void ReadOn(Connection* c);
@@ -97,7 +106,17 @@ class Server {
   void Flush(Connection* c);
   void Write(Connection* c, std::string data);
   void WriteOut(Connection* c);
+  // Bytes of replies `c` holds: waiting for their batch, gathered, and
+  // queued in libuv; max_output_bytes bounds them.
+  static size_t QueuedBytes(const Connection* c);
+  // Logs and aborts a connection over max_output_bytes.
+  void DropSlowReader(Connection* c, size_t queued);
+  // Forgets `c` as a live connection (its id, stats, waiters, reading).
+  void Detach(Connection* c);
+  // Closes after the queued writes have gone out.
   void CloseConnection(Connection* c);
+  // Closes now, discarding whatever is queued for the client.
+  void AbortConnection(Connection* c);
   void MaybeClosed();
 
   uv_loop_t* loop_;
@@ -118,6 +137,8 @@ class Server {
   uint64_t released_seq_ = 0;
   std::string reply_;  // scratch buffer for one reply
   std::vector<Connection*> unflushed_;  // connections with `out` pending
+  std::vector<Connection*> throttled_;  // stopped reading until next turn
+  size_t last_turn_readers_ = 0;  // connections that filled their share
 };
 
 }  // namespace brake

@@ -23,17 +23,6 @@ void SleepFor(int64_t ms) {
   nanosleep(&ts, nullptr);
 }
 
-// Polls `done` every 10 ms for up to `timeout_ms`; true once it holds.
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    SleepFor(10);
-  }
-  return true;
-}
-
 // policy.set of a scope with a breaker only (no limits).
 void SetBreaker(Client& c, const std::string& scope, const char* breaker) {
   CallOk(c, {{"op", "policy.set"},

@@ -11,12 +11,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include <catch2/catch.hpp>
 
 extern char** environ;
 
@@ -26,6 +30,9 @@ namespace {
 constexpr int64_t kStartTimeoutMs = 5000;
 constexpr int64_t kPollIntervalMs = 10;
 constexpr int64_t kStopTimeoutMs = 10000;
+// How much longer starting and stopping may take under a wrapper (valgrind
+// runs braked some 20-50 times slower and checks for leaks at exit).
+constexpr int64_t kWrapperSlowdown = 12;
 
 std::string Errno(const std::string& what) {
   return what + ": " + std::strerror(errno);
@@ -82,8 +89,9 @@ pid_t SpawnOrThrow(const std::vector<std::string>& argv, FileActions& actions) {
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0].c_str(), actions.get(), nullptr,
-                       args.data(), environ);
+  // spawnp: a wrapper (BRAKE_DAEMON_WRAPPER) may be named without a path.
+  int rc = posix_spawnp(&pid, argv[0].c_str(), actions.get(), nullptr,
+                        args.data(), environ);
   if (rc != 0) {
     throw std::runtime_error("posix_spawn " + argv[0] + ": " +
                              std::strerror(rc));
@@ -91,10 +99,39 @@ pid_t SpawnOrThrow(const std::vector<std::string>& argv, FileActions& actions) {
   return pid;
 }
 
+// BRAKE_DAEMON_WRAPPER split on blanks; empty when unset.
+const std::vector<std::string>& Wrapper() {
+  static const std::vector<std::string> words = [] {
+    std::vector<std::string> out;
+    const char* env = std::getenv("BRAKE_DAEMON_WRAPPER");
+    std::istringstream in(env != nullptr ? env : "");
+    for (std::string word; in >> word;) out.push_back(word);
+    return out;
+  }();
+  return words;
+}
+
+// The exit code the wrapper reports its findings with (valgrind's
+// --error-exitcode=N), or -1.
+int WrapperErrorCode() {
+  const std::string flag = "--error-exitcode=";
+  for (const std::string& word : Wrapper()) {
+    if (word.rfind(flag, 0) == 0) return std::atoi(word.c_str() + flag.size());
+  }
+  return -1;
+}
+
+int64_t Scaled(int64_t timeout_ms) {
+  return Wrapper().empty() ? timeout_ms : timeout_ms * kWrapperSlowdown;
+}
+
 }  // namespace
+
+bool DaemonWrapped() { return !Wrapper().empty(); }
 
 int64_t WallMs() { return ClockMs(CLOCK_REALTIME); }
 int64_t MonoMs() { return ClockMs(CLOCK_MONOTONIC); }
+void PollPause() { SleepMs(kPollIntervalMs); }
 
 // ---------------------------------------------------------------- TempDir
 
@@ -150,13 +187,19 @@ Daemon::Daemon(const std::string& dir, const json& config,
 }
 
 Daemon::~Daemon() {
+  // Under a wrapper the daemon must exit by itself, so that valgrind checks
+  // for leaks; WaitExit() reports what it found.
+  if (running() && DaemonWrapped()) Stop();
   if (running()) Kill9();
 }
 
 void Daemon::Spawn() {
   if (running()) throw std::runtime_error("Daemon::Spawn: already running");
-  std::vector<std::string> argv = {BRAKED_PATH, "--socket", socket_path_,
-                                   "--db", db_path_};
+  std::vector<std::string> argv = Wrapper();
+  for (const char* arg : {BRAKED_PATH, "--socket", socket_path_.c_str(),
+                          "--db", db_path_.c_str()}) {
+    argv.emplace_back(arg);
+  }
   if (!config_path_.empty()) {
     argv.push_back("--config");
     argv.push_back(config_path_);
@@ -171,7 +214,7 @@ void Daemon::Spawn() {
 
 bool Daemon::Start() {
   Spawn();
-  const int64_t deadline = MonoMs() + kStartTimeoutMs;
+  const int64_t deadline = MonoMs() + Scaled(kStartTimeoutMs);
   while (true) {
     if (WaitExit(0).has_value()) return false;
     int fd = ConnectUnix(socket_path_);
@@ -195,7 +238,11 @@ std::optional<int> Daemon::WaitExit(int64_t timeout_ms) {
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       pid_ = -1;
-      return DecodeWaitStatus(status);
+      const int code = DecodeWaitStatus(status);
+      if (WrapperErrorCode() >= 0 && code == WrapperErrorCode()) {
+        ReportWrapperErrors(code);
+      }
+      return code;
     }
     if (r < 0 && errno != EINTR) {
       pid_ = -1;
@@ -209,7 +256,7 @@ std::optional<int> Daemon::WaitExit(int64_t timeout_ms) {
 int Daemon::Stop(int signal) {
   if (!running()) return -1;
   kill(pid_, signal);
-  std::optional<int> code = WaitExit(kStopTimeoutMs);
+  std::optional<int> code = WaitExit(Scaled(kStopTimeoutMs));
   if (code.has_value()) return *code;
   Kill9();
   return -1;
@@ -222,6 +269,20 @@ void Daemon::Kill9() {
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
+}
+
+void Daemon::ReportWrapperErrors(int code) const {
+  const std::string message =
+      "braked exited " + std::to_string(code) + ", the error exit code of " +
+      "its wrapper (BRAKE_DAEMON_WRAPPER); its log " + log_path_ + ":\n" +
+      log();
+  // A destructor may run while a failed REQUIRE unwinds; Catch must not
+  // be asked then, and the test fails anyway.
+  if (std::uncaught_exceptions() > 0) {
+    std::fprintf(stderr, "%s\n", message.c_str());
+  } else {
+    FAIL_CHECK(message);
+  }
 }
 
 bool Daemon::Restart() {

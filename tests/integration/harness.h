@@ -11,6 +11,13 @@
 // test instead of hanging it. RunProgram runs brakectl or brake-bench and
 // captures its output.
 //
+// BRAKE_DAEMON_WRAPPER (e.g. "valgrind --error-exitcode=99 --leak-check=full")
+// runs every daemon under that command (tests/valgrind/run): start and stop
+// may then take longer, the destructor stops a running daemon with SIGTERM
+// instead of SIGKILL so that the wrapper sees a normal exit, and any exit
+// with the wrapper's --error-exitcode fails the test, with the daemon's log
+// (where the wrapper writes its report).
+//
 // Test thread only; nothing here is thread-safe.
 #pragma once
 
@@ -27,9 +34,26 @@ namespace brake::integration {
 
 using json = nlohmann::json;
 
+// True when BRAKE_DAEMON_WRAPPER is set: daemons run (much) slower.
+bool DaemonWrapped();
+
 // Milliseconds of CLOCK_REALTIME and of CLOCK_MONOTONIC.
 int64_t WallMs();
 int64_t MonoMs();
+
+// Sleeps the 10 ms between two polls of PollUntil.
+void PollPause();
+
+// Polls `done` every 10 ms for up to `timeout_ms`; true once it holds.
+template <typename Fn>
+bool PollUntil(Fn done, int64_t timeout_ms) {
+  const int64_t deadline = MonoMs() + timeout_ms;
+  while (!done()) {
+    if (MonoMs() >= deadline) return false;
+    PollPause();
+  }
+  return true;
+}
 
 class TempDir {
  public:
@@ -73,12 +97,13 @@ class Daemon {
   void Spawn();
   // Waits up to `timeout_ms` for the daemon to exit; its exit status as
   // Stop() reports it, or nullopt when it still runs.
+  // An exit with the wrapper's error code fails the running test.
   std::optional<int> WaitExit(int64_t timeout_ms);
   // Sends `signal` and waits up to 10 s for the exit. Returns the exit code,
   // 128 + N when killed by signal N, or -1 when it did not exit in time (it
   // is then SIGKILLed).
   int Stop(int signal = 15 /* SIGTERM */);
-  // SIGKILL, then reap.
+  // SIGKILL, then reap. Under a wrapper nothing is checked then.
   void Kill9();
   // Stop(SIGTERM) when running, then Start(). False when either failed.
   bool Restart();
@@ -96,6 +121,8 @@ class Daemon {
   Client Connect() const;
 
  private:
+  void ReportWrapperErrors(int code) const;
+
   std::string socket_path_;
   std::string db_path_;
   std::string log_path_;

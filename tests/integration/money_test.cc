@@ -73,17 +73,6 @@ json UsageTotal(Client& c, const std::string& user) {
   return usage["rows"][0];
 }
 
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    timespec ts{0, 10'000'000};
-    nanosleep(&ts, nullptr);
-  }
-  return true;
-}
-
 TEST_CASE(
     "200 connections racing for a usd cap that fits k reservations: exactly "
     "k are granted, in each of 100 trials",
@@ -161,7 +150,7 @@ TEST_CASE(
   CHECK(elapsed < 15000);
 }
 
-TEST_CASE("a usd cap hit exactly is granted; one micro-dollar over is not",
+TEST_CASE("a usd cap hit exactly is granted, one micro-dollar over is not",
           "[integration][money]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
@@ -224,7 +213,7 @@ TEST_CASE("a usd cap hit exactly is granted; one micro-dollar over is not",
   }
 }
 
-TEST_CASE("task trees: a parent's cap covers its children; owners are kept",
+TEST_CASE("task trees: a parent's cap covers its children, and owners are kept",
           "[integration][money]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
@@ -296,7 +285,7 @@ TEST_CASE("task trees: a parent's cap covers its children; owners are kept",
 }
 
 TEST_CASE(
-    "settlement: refund and extra charge show in status and usage; a "
+    "settlement: refund and extra charge show in status and usage, and a "
     "duplicate commit answers the first result",
     "[integration][money]") {
   RunningDaemon d;
@@ -403,7 +392,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "leases open at kill -9 are committed after the restart; the ledger "
+    "leases open at kill -9 are committed after the restart, and the ledger "
     "then equals status spend",
     "[integration][money]") {
   RunningDaemon d(json{{"durability", "strict"}});
@@ -522,7 +511,7 @@ namespace brake::integration {
 namespace {
 
 TEST_CASE(
-    "a lease open at kill -9 and not committed expires after the restart; "
+    "a lease open at kill -9 and not committed expires after the restart, and "
     "the ledger still equals status",
     "[integration][money]") {
   RunningDaemon d(json{{"durability", "strict"}, {"lease_ttl_ms", 1000}});

@@ -20,18 +20,6 @@ void SetPolicy(Client& c, const std::string& scope, const json& limits) {
   CallOk(c, {{"op", "policy.set"}, {"scope", scope}, {"limits", limits}});
 }
 
-// Polls `done` every 10 ms for up to `timeout_ms`; true once it holds.
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    timespec ts{0, 10'000'000};
-    nanosleep(&ts, nullptr);
-  }
-  return true;
-}
-
 TEST_CASE("a token bucket denial says when to retry, and that is enough",
           "[integration]") {
   RunningDaemon d;
@@ -122,7 +110,7 @@ TEST_CASE("a waiting acquire does not hold up replies behind it",
   CHECK(second["granted"] == true);
 }
 
-TEST_CASE("concurrency limits open leases; commit frees a slot",
+TEST_CASE("concurrency limits open leases, and commit frees a slot",
           "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
@@ -213,7 +201,7 @@ TEST_CASE("a lease left open past lease_ttl_ms is settled at its estimate",
         50);
 }
 
-TEST_CASE("breaker.trip opens a scope's breaker; breaker.reset closes it",
+TEST_CASE("breaker.trip opens a scope's breaker, and breaker.reset closes it",
           "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();

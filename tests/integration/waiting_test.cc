@@ -56,21 +56,11 @@ void SleepMs(int64_t ms) {
   nanosleep(&ts, nullptr);
 }
 
-template <typename Fn>
-bool PollUntil(Fn done, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
-  while (!done()) {
-    if (MonoMs() >= deadline) return false;
-    SleepMs(10);
-  }
-  return true;
-}
-
 const char* kGranted = "brake_acquires_total{result=\"granted\"}";
 
 TEST_CASE(
     "token bucket 1/s: waiters of two tasks are granted about a second "
-    "apart; one that cannot make it is refused at once",
+    "apart, and one that cannot make it is refused at once",
     "[integration][waiting]") {
   RunningDaemon d;
   Client admin = d.daemon.Connect();
