@@ -208,6 +208,7 @@ Status ReadPolicies(const json& file, Config* c) {
     if (Status s = ValidateScope(scope, field); !s.ok()) return s;
     auto policy = ParsePolicy(value, field);
     if (!policy.ok()) return policy.status();
+    if (Status s = CheckPolicyScope(scope, *policy, field); !s.ok()) return s;
     c->policies[scope] = std::move(*policy);
   }
   return Status::Ok();

@@ -253,6 +253,7 @@ struct OpHandlers {
     }
     auto policy = ParsePolicy(body, "");
     if (!policy.ok()) return policy.status();
+    if (Status s = CheckPolicyScope(scope, *policy, ""); !s.ok()) return s;
     json canonical = json::parse(policy->json);
     ctx.dispatcher->decider_.SetPolicy(scope, std::move(*policy));
     (*ctx.reply)["scope"] = scope;

@@ -370,4 +370,19 @@ Result<Lease> DecodeLease(std::string_view text) {
   return l;
 }
 
+Status CheckPolicyScope(const std::string& scope, const Policy& policy,
+                        const std::string& field) {
+  if (policy.breaker_json.empty() || scope.rfind("task:", 0) == 0) {
+    return Status::Ok();
+  }
+  json breaker = json::parse(policy.breaker_json, nullptr, false);
+  if (breaker.is_object() && breaker.contains("loop")) {
+    return Status::BadRequest(
+        (field.empty() ? "" : field + ".") +
+        "breaker.loop: only a task's breaker sees fingerprints; set it on "
+        "task:* or task:NAME, not on " + scope);
+  }
+  return Status::Ok();
+}
+
 }  // namespace brake

@@ -28,6 +28,11 @@ Result<LimitSpec> ParseLimit(const nlohmann::json& j, const std::string& field);
 Result<Policy> ParsePolicy(const nlohmann::json& j, const std::string& field);
 // Parses a policy from its canonical text (as stored).
 Result<Policy> ParsePolicyText(std::string_view text);
+// Refuses what `policy` asks of a scope that cannot do it: a BREAKER `loop`
+// rule anywhere but a task (only a task's breaker sees fingerprints).
+// `field` prefixes the message ("" for policy.set).
+Status CheckPolicyScope(const std::string& scope, const Policy& policy,
+                        const std::string& field);
 
 nlohmann::json LimitToJson(const LimitSpec& spec);
 

@@ -464,6 +464,9 @@ std::vector<ErrorCase> BadLines() {
        "bad_request", "limits:"},
       {R"({"op":"policy.set","scope":"user:bob","limits":null,"breaker":null})",
        "bad_request", "limits:"},
+      // only a task's breaker sees fingerprints
+      {R"({"op":"policy.set","scope":"user:*","breaker":{"loop":{"repeats":3,"window_ms":1000}}})",
+       "bad_request", "breaker.loop:"},
       {R"({"op":"policy.set","scope":"global","breaker":[]})", "bad_request",
        "breaker:"},
       {limit("7"), "bad_request", "limits[0]:"},

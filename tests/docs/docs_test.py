@@ -903,7 +903,7 @@ class ReferenceTest(unittest.TestCase):
                     b[rule] = {sub: value}
                 else:
                     b[field] = value
-                r = self.c.call("policy.set", scope="global", breaker=b)
+                r = self.c.call("policy.set", scope="task:*", breaker=b)
                 return r["error"]["message"]
 
             if "." in f:
@@ -914,14 +914,14 @@ class ReferenceTest(unittest.TestCase):
                 breaker[rule] = {}
             else:
                 self.check_field(call, "breaker.", f, t, False)
-        canonical = ok(self, self.c.call("policy.set", scope="global",
+        canonical = ok(self, self.c.call("policy.set", scope="task:*",
                                          breaker=breaker))["policy"]["breaker"]
         for f, r in doc.items():
             got = canonical
             for part in f.split("."):
                 got = got[part]
             self.assertEqual(got, float(code(r["default"])), f)
-        self.c.call("policy.delete", scope="global")
+        self.c.call("policy.delete", scope="task:*")
 
     def test_reasons_and_error_codes(self):
         engine = read(os.path.join(ROOT, "budget", "engine.cc"))
