@@ -56,7 +56,11 @@ std::optional<breaker::BreakerSpec> Decider::SpecFor(
 
 breaker::Breaker* Decider::For(const std::string& scope,
                                bool create_default) {
-  std::optional<breaker::BreakerSpec> spec = SpecFor(scope);
+  // With no BREAKER policy anywhere SpecFor finds nothing, and its policy
+  // lookups (which build the default scope's name) cost about a tenth of
+  // a granted acquire through the dispatcher: skip them.
+  std::optional<breaker::BreakerSpec> spec;
+  if (!specs_.empty()) spec = SpecFor(scope);
   auto it = breakers_.find(scope);
   if (it != breakers_.end()) {
     if (spec && !(it->second->spec() == *spec)) {

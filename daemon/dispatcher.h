@@ -95,6 +95,8 @@ class Dispatcher {
   // answered without nlohmann (fast_ops.cc), with the same bytes; on by
   // default. Off: every line takes the general path (tests, benchmarks).
   void set_fast_path(bool on) { fast_path_ = on; }
+  // Lines the fast path has answered since construction.
+  uint64_t fast_answers() const { return fast_answers_; }
 
   // `brakectl help`-style listing of the ops table.
   static std::string OpsHelp();
@@ -120,6 +122,7 @@ class Dispatcher {
   Counters counters_;  // for metrics
   TopTracker top_;
   bool fast_path_ = true;
+  uint64_t fast_answers_ = 0;
   // Reused by the fast path so that steady-state requests reuse their
   // strings' capacity instead of allocating.
   FastRequest fast_request_;

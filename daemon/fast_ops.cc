@@ -93,12 +93,14 @@ bool FastOps::Handle(Dispatcher& d, const Peer& peer, std::string_view line,
                                                        : kCancel;
   if (op->admin && !peer.admin) return false;
   if (!Valid(*op, r)) return false;
+  bool answered = false;
   switch (r.op) {
-    case FastOp::kAcquire: return Acquire(d, peer, now_us, out);
-    case FastOp::kCommit: return Commit(d, peer, now_us, out);
-    case FastOp::kCancel: return Cancel(d, peer, now_us, out);
+    case FastOp::kAcquire: answered = Acquire(d, peer, now_us, out); break;
+    case FastOp::kCommit: answered = Commit(d, peer, now_us, out); break;
+    case FastOp::kCancel: answered = Cancel(d, peer, now_us, out); break;
   }
-  return false;
+  d.fast_answers_ += answered;
+  return answered;
 }
 
 // The order of ops.cc's OpHandlers::Acquire; every "return false" comes

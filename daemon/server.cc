@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +45,30 @@ struct WriteReq {
   uv_write_t req;
   std::string data;
 };
+
+// Finished write requests, kept with their buffers' capacity for the next
+// WriteOut, so that steady traffic allocates neither. Per thread: each
+// loop runs on one.
+thread_local std::vector<std::unique_ptr<WriteReq>> t_spare_writes;
+constexpr size_t kMaxSpareWrites = 64;
+constexpr size_t kMaxSpareBytes = 256 * 1024;
+
+WriteReq* TakeWriteReq() {
+  if (t_spare_writes.empty()) return new WriteReq();
+  WriteReq* w = t_spare_writes.back().release();
+  t_spare_writes.pop_back();
+  return w;
+}
+
+void ReturnWriteReq(WriteReq* w) {
+  if (t_spare_writes.size() >= kMaxSpareWrites ||
+      w->data.capacity() > kMaxSpareBytes) {
+    delete w;
+    return;
+  }
+  w->data.clear();
+  t_spare_writes.emplace_back(w);
+}
 
 // A 64 KiB read buffer shared by every connection: the loop is single
 // threaded and OnRead consumes the bytes before the next read.
@@ -264,7 +291,7 @@ void Server::Resume(uint64_t conn, std::string line) {
   Connection* c = it->second;
   c->paused = false;
   if (c->closing) return;
-  QueueReply(c, std::move(line));
+  QueueReply(c, line);
   ReadOn(c);
 }
 
@@ -291,14 +318,14 @@ void Server::ReadOn(Connection* c) {
 void Server::Deliver(uint64_t conn, std::string line) {
   auto it = by_id_.find(conn);
   if (it == by_id_.end() || it->second->closing) return;
-  QueueReply(it->second, std::move(line));
+  QueueReply(it->second, line);
 }
 
-void Server::QueueReply(Connection* c, std::string data) {
+void Server::QueueReply(Connection* c, std::string_view data) {
   uint64_t seq = gate_->SeqForReply();
   bool changed = gate_->ReplyChangedState();
   if (c->held.empty() && seq <= released_seq_) {
-    Write(c, std::move(data));
+    Write(c, data);
     return;
   }
   c->held_bytes += data.size();
@@ -306,7 +333,7 @@ void Server::QueueReply(Connection* c, std::string data) {
       c->held.back().must_commit == changed) {
     c->held.back().data += data;
   } else {
-    c->held.push_back(Connection::Held{seq, changed, std::move(data)});
+    c->held.push_back(Connection::Held{seq, changed, std::string(data)});
   }
   holding_.insert(c);
 }
@@ -319,7 +346,7 @@ void Server::Flush(Connection* c) {
     c->held.pop_front();
   }
   if (c->held.empty()) holding_.erase(c);
-  if (!out.empty()) Write(c, std::move(out));
+  if (!out.empty()) Write(c, out);
   if (c->close_after_write && c->held.empty()) CloseConnection(c);
 }
 
@@ -348,14 +375,14 @@ void Server::Fail(uint64_t seq, const std::string& message) {
       c->held.pop_front();
     }
     if (c->held.empty()) holding_.erase(c);
-    if (!out.empty()) Write(c, std::move(out));
+    if (!out.empty()) Write(c, out);
     if (c->close_after_write && c->held.empty()) CloseConnection(c);
   }
 }
 
 // Replies are gathered per connection and written once per loop turn
 // (FlushWrites), so a pipelined burst costs one write(2), not one per reply.
-void Server::Write(Connection* c, std::string data) {
+void Server::Write(Connection* c, std::string_view data) {
   if (c->closing) return;
   size_t queued = c->pipe.write_queue_size + c->held_bytes + c->out.size() +
                   data.size();
@@ -366,12 +393,8 @@ void Server::Write(Connection* c, std::string data) {
     CloseConnection(c);
     return;
   }
-  if (c->out.empty()) {
-    c->out = std::move(data);
-    unflushed_.push_back(c);
-  } else {
-    c->out += data;
-  }
+  if (c->out.empty()) unflushed_.push_back(c);
+  c->out += data;
 }
 
 void Server::FlushWrites() {
@@ -381,18 +404,17 @@ void Server::FlushWrites() {
 
 void Server::WriteOut(Connection* c) {
   if (c->out.empty()) return;
-  auto* w = new WriteReq();
-  w->data = std::move(c->out);
-  c->out.clear();
+  WriteReq* w = TakeWriteReq();
+  w->data.swap(c->out);  // c->out keeps the spare's (empty) buffer
   uv_buf_t buf =
       uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
   w->req.data = w;
   int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
                     [](uv_write_t* req, int) {
-                      delete static_cast<WriteReq*>(req->data);
+                      ReturnWriteReq(static_cast<WriteReq*>(req->data));
                     });
   if (rc != 0) {
-    delete w;
+    ReturnWriteReq(w);
     CloseConnection(c);
   }
 }

@@ -93,9 +93,11 @@ class Server {
   void Consume(Connection* c, const char* data, size_t n);
   // Sends a reply produced now, once the batch it depends on has committed
   // (the gate's tag; at once when it has).
-  void QueueReply(Connection* c, std::string data);
+  // Both copy `data`: a reply answered at once is appended to the
+  // connection's reused output buffer, so it allocates nothing.
+  void QueueReply(Connection* c, std::string_view data);
   void Flush(Connection* c);
-  void Write(Connection* c, std::string data);
+  void Write(Connection* c, std::string_view data);
   void WriteOut(Connection* c);
   void CloseConnection(Connection* c);
   void MaybeClosed();
