@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/log.h"
+#include "daemon/write_pool.h"
 
 namespace brake {
 
@@ -40,35 +41,6 @@ struct Server::Connection {
 };
 
 namespace {
-
-struct WriteReq {
-  uv_write_t req;
-  std::string data;
-};
-
-// Finished write requests, kept with their buffers' capacity for the next
-// WriteOut, so that steady traffic allocates neither. Per thread: each
-// loop runs on one.
-thread_local std::vector<std::unique_ptr<WriteReq>> t_spare_writes;
-constexpr size_t kMaxSpareWrites = 64;
-constexpr size_t kMaxSpareBytes = 256 * 1024;
-
-WriteReq* TakeWriteReq() {
-  if (t_spare_writes.empty()) return new WriteReq();
-  WriteReq* w = t_spare_writes.back().release();
-  t_spare_writes.pop_back();
-  return w;
-}
-
-void ReturnWriteReq(WriteReq* w) {
-  if (t_spare_writes.size() >= kMaxSpareWrites ||
-      w->data.capacity() > kMaxSpareBytes) {
-    delete w;
-    return;
-  }
-  w->data.clear();
-  t_spare_writes.emplace_back(w);
-}
 
 // A 64 KiB read buffer shared by every connection: the loop is single
 // threaded and OnRead consumes the bytes before the next read.
