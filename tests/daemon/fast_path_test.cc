@@ -399,5 +399,40 @@ TEST_CASE("fast path: generated lines answered as the general path does",
   }
 }
 
+// Byte-level mutations of well-formed lines: broken escapes, stray bytes,
+// cut numbers and keys, which the generator above never writes.
+TEST_CASE("fast path: mutated lines answered as the general path does",
+          "[dispatcher][fast]") {
+  const std::vector<std::string> templates = {
+      R"({"id":1,"op":"acquire","user":"alice","task":"t1","tokens":100,"model":"gpt-4o","fingerprint":"f"})",
+      R"({"id":"x","op":"acquire","user":"bob","task":"t2","resource":"openai","requests":2})",
+      R"({"op":"commit","lease":"LEASE","tokens":90,"latency_ms":120,"outcome":"ok"})",
+      R"({"op":"commit","lease":"LEASE","input_tokens":10,"output_tokens":5,"outcome":"throttled","retry_after_ms":100})",
+      R"({"op":"cancel","lease":"LEASE","id":-4})"};
+  const std::string alphabet =
+      "\"\\{}[]:,0123456789-.eEnultrfasx/ \t\x01\xc3\xa9\xff";
+  std::mt19937_64 rng(99);
+  Twins t;
+  int granted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = templates[rng() % templates.size()];
+    if (size_t at = line.find("LEASE"); at != std::string::npos) {
+      line.replace(at, 5, "L" + std::to_string(1 + rng() % (granted + 1)));
+    }
+    for (int m = static_cast<int>(rng() % 4); m > 0 && !line.empty(); --m) {
+      size_t at = rng() % line.size();
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: line[at] = c; break;
+        case 1: line.insert(line.begin() + static_cast<long>(at), c); break;
+        default: line.erase(at, 1);
+      }
+    }
+    std::string reply = t.Send(line, rng() % 4 == 0 ? kAdmin : kUser);
+    granted += reply.find("\"granted\":true") != std::string::npos;
+  }
+  CHECK(t.fast_answers() > 4000);
+}
+
 }  // namespace
 }  // namespace brake
