@@ -10,7 +10,9 @@ namespace {
 
 using Kind = FastValue::Kind;
 
-bool Given(const FastValue* v) { return v != nullptr && v->kind != Kind::kNull; }
+bool Given(const FastValue* v) {
+  return v != nullptr && v->kind != Kind::kNull;
+}
 
 // As ops.cc's Str / Int / OptInt: absent and null alike.
 std::string_view Text(const FastRequest& r, std::string_view key) {
@@ -95,9 +97,15 @@ bool FastOps::Handle(Dispatcher& d, const Peer& peer, std::string_view line,
   if (!Valid(*op, r)) return false;
   bool answered = false;
   switch (r.op) {
-    case FastOp::kAcquire: answered = Acquire(d, peer, now_us, out); break;
-    case FastOp::kCommit: answered = Commit(d, peer, now_us, out); break;
-    case FastOp::kCancel: answered = Cancel(d, peer, now_us, out); break;
+    case FastOp::kAcquire:
+      answered = Acquire(d, peer, now_us, out);
+      break;
+    case FastOp::kCommit:
+      answered = Commit(d, peer, now_us, out);
+      break;
+    case FastOp::kCancel:
+      answered = Cancel(d, peer, now_us, out);
+      break;
   }
   d.fast_answers_ += answered;
   return answered;

@@ -3,7 +3,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "daemon/json_fields.h"
@@ -115,13 +114,27 @@ bool AppendJsonString(std::string_view s, std::string* out) {
     run = i + 1;
     out->push_back('\\');
     switch (c) {
-      case '"': out->push_back('"'); break;
-      case '\\': out->push_back('\\'); break;
-      case '\b': out->push_back('b'); break;
-      case '\f': out->push_back('f'); break;
-      case '\n': out->push_back('n'); break;
-      case '\r': out->push_back('r'); break;
-      case '\t': out->push_back('t'); break;
+      case '"':
+        out->push_back('"');
+        break;
+      case '\\':
+        out->push_back('\\');
+        break;
+      case '\b':
+        out->push_back('b');
+        break;
+      case '\f':
+        out->push_back('f');
+        break;
+      case '\n':
+        out->push_back('n');
+        break;
+      case '\r':
+        out->push_back('r');
+        break;
+      case '\t':
+        out->push_back('t');
+        break;
       default:
         Lit(out, "u00");
         out->push_back(kHex[c >> 4]);
@@ -145,7 +158,8 @@ void AppendJsonDouble(double v, std::string* out) {
     return;
   }
   std::array<char, 64> buf;
-  char* end = nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), v);
+  char* end =
+      nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), v);
   out->append(buf.data(), static_cast<size_t>(end - buf.data()));
 }
 

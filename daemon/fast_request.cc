@@ -149,15 +149,32 @@ class Scanner {
         if (pos_ + 1 >= s_.size()) return false;
         char e = s_[pos_ + 1];
         switch (e) {
-          case '"': *w = '"'; break;
-          case '\\': *w = '\\'; break;
-          case '/': *w = '/'; break;
-          case 'b': *w = '\b'; break;
-          case 'f': *w = '\f'; break;
-          case 'n': *w = '\n'; break;
-          case 'r': *w = '\r'; break;
-          case 't': *w = '\t'; break;
-          default: return false;  // \u and invalid escapes
+          case '"':
+            *w = '"';
+            break;
+          case '\\':
+            *w = '\\';
+            break;
+          case '/':
+            *w = '/';
+            break;
+          case 'b':
+            *w = '\b';
+            break;
+          case 'f':
+            *w = '\f';
+            break;
+          case 'n':
+            *w = '\n';
+            break;
+          case 'r':
+            *w = '\r';
+            break;
+          case 't':
+            *w = '\t';
+            break;
+          default:
+            return false;  // \u and invalid escapes
         }
         ++w;
         pos_ += 2;

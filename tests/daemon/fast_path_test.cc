@@ -8,11 +8,10 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "budget/engine.h"
 #include "daemon/config.h"
@@ -191,11 +190,12 @@ TEST_CASE("fast path: uid_users decline to the general path",
 TEST_CASE("fast path: doubles are written as nlohmann writes them",
           "[dispatcher][fast]") {
   std::mt19937_64 rng(42);
-  std::vector<double> values = {0.0, -0.0, 1.0, 5.0, 0.1, 1e-9, 1e-5, 1e-4,
-                                123456789.123, 1e15, 1e16, 1e21, -3.25};
+  std::vector<double> values = {0.0,  -0.0, 1.0,  5.0,           0.1,
+                                1e-9, 1e-5, 1e-4, 123456789.123, 1e15,
+                                1e16, 1e21, -3.25};
   for (int i = 0; i < 20000; ++i) {
-    int64_t nano = static_cast<int64_t>(rng() % 4'000'000'000'000ull) -
-                   1'000'000'000'000;
+    int64_t nano =
+        static_cast<int64_t>(rng() % 4'000'000'000'000ull) - 1'000'000'000'000;
     values.push_back(static_cast<double>(nano >> (rng() % 40)) / 1e9);
   }
   for (double v : values) {
@@ -221,7 +221,8 @@ TEST_CASE("fast path: strings are escaped as nlohmann escapes them",
   CHECK_FALSE(AppendJsonString("\xff", &ours));
 }
 
-// ---- generated lines ---------------------------------------------------------
+// ---- generated lines
+// ---------------------------------------------------------
 
 class Generator {
  public:
@@ -235,33 +236,65 @@ class Generator {
 
   std::string Name() {
     static const char* const kNames[] = {
-        R"("alice")", R"("bob")", R"("t1")", R"("t2")", R"("t-3")", R"("t4")",
-        R"("é")", R"("\u00e9")", R"("a\"b")", R"("a\/b")", R"("a\nb")",
-        R"("")", R"("*")", R"("x\\y")", "\"\xc2\x85\"", "\"\xff\"",
-        "\"\xe2\x82\xac\"", R"(null)", R"(7)", R"(true)", R"(["a"])"};
+        R"("alice")",       R"("bob")",  R"("t1")",      R"("t2")",
+        R"("t-3")",         R"("t4")",   R"("é")",       R"("\u00e9")",
+        R"("a\"b")",        R"("a\/b")", R"("a\nb")",    R"("")",
+        R"("*")",           R"("x\\y")", "\"\xc2\x85\"", "\"\xff\"",
+        "\"\xe2\x82\xac\"", R"(null)",   R"(7)",         R"(true)",
+        R"(["a"])"};
     if (Chance(2)) return "\"" + std::string(127 + rng_() % 3, 'n') + "\"";
     return Pick(kNames);
   }
   std::string Int() {
-    static const char* const kInts[] = {
-        "0", "1", "2", "5", "100", "1000", "250000", "-1", "-0", "01", "1.0",
-        "1e3", "999999999999", "1000000000000", "1000000000001",
-        "123456789012345678", "1234567890123456789", "18446744073709551616",
-        "null", "true", R"("5")", "{}", "3600000", "86400000", "86400001"};
+    static const char* const kInts[] = {"0",
+                                        "1",
+                                        "2",
+                                        "5",
+                                        "100",
+                                        "1000",
+                                        "250000",
+                                        "-1",
+                                        "-0",
+                                        "01",
+                                        "1.0",
+                                        "1e3",
+                                        "999999999999",
+                                        "1000000000000",
+                                        "1000000000001",
+                                        "123456789012345678",
+                                        "1234567890123456789",
+                                        "18446744073709551616",
+                                        "null",
+                                        "true",
+                                        R"("5")",
+                                        "{}",
+                                        "3600000",
+                                        "86400000",
+                                        "86400001"};
     return Pick(kInts);
   }
   std::string Id() {
-    static const char* const kIds[] = {
-        "1", "42", "-7", "0", R"("r1")", R"("")", R"("a\nb")", R"("\u0041")",
-        "null", "1.5", "18446744073709551615", R"("é\t\"")", "[1]"};
+    static const char* const kIds[] = {"1",
+                                       "42",
+                                       "-7",
+                                       "0",
+                                       R"("r1")",
+                                       R"("")",
+                                       R"("a\nb")",
+                                       R"("\u0041")",
+                                       "null",
+                                       "1.5",
+                                       "18446744073709551615",
+                                       R"("é\t\"")",
+                                       "[1]"};
     return Pick(kIds);
   }
   std::string Lease(const std::vector<std::string>& leases) {
     if (!leases.empty() && Chance(80)) {
       return "\"" + leases[rng_() % leases.size()] + "\"";
     }
-    static const char* const kLeases[] = {R"("L999999")", R"("")", R"(null)",
-                                          R"("\"")", "12", R"("L\u0031")"};
+    static const char* const kLeases[] = {
+        R"("L999999")", R"("")", R"(null)", R"("\"")", "12", R"("L\u0031")"};
     return Pick(kLeases);
   }
 
@@ -274,22 +307,33 @@ class Generator {
       fields.push_back({"op", R"("acquire")"});
       fields.push_back({"user", Chance(90) ? Pick(kUsers) : Name()});
       fields.push_back({"task", Chance(90) ? Pick(kTasks) : Name()});
-      if (Chance(50)) fields.push_back({"tokens", Chance(80) ? Pick(kTokens) : Int()});
+      if (Chance(50))
+        fields.push_back({"tokens", Chance(80) ? Pick(kTokens) : Int()});
       if (Chance(15)) fields.push_back({"requests", Chance(70) ? "1" : Int()});
-      if (Chance(20)) fields.push_back({"model", Chance(80) ? Pick(kModels) : Name()});
-      if (Chance(20)) fields.push_back({"resource", Chance(80) ? R"("openai")" : Name()});
-      if (Chance(25)) fields.push_back({"fingerprint", Chance(80) ? Pick(kFingerprints) : Name()});
-      if (Chance(10)) fields.push_back({"parent", Chance(70) ? R"("t1")" : Name()});
+      if (Chance(20))
+        fields.push_back({"model", Chance(80) ? Pick(kModels) : Name()});
+      if (Chance(20))
+        fields.push_back({"resource", Chance(80) ? R"("openai")" : Name()});
+      if (Chance(25))
+        fields.push_back(
+            {"fingerprint", Chance(80) ? Pick(kFingerprints) : Name()});
+      if (Chance(10))
+        fields.push_back({"parent", Chance(70) ? R"("t1")" : Name()});
       if (Chance(10)) fields.push_back({"wait_ms", Chance(70) ? "0" : Int()});
     } else if (kind < 8) {
       fields.push_back({"op", R"("commit")"});
       if (Chance(97)) fields.push_back({"lease", Lease(leases)});
-      if (Chance(50)) fields.push_back({"tokens", Chance(80) ? Pick(kTokens) : Int()});
-      if (Chance(25)) fields.push_back({"input_tokens", Chance(80) ? Pick(kTokens) : Int()});
-      if (Chance(25)) fields.push_back({"output_tokens", Chance(80) ? Pick(kTokens) : Int()});
-      if (Chance(40)) fields.push_back({"latency_ms", Chance(80) ? "120" : Int()});
+      if (Chance(50))
+        fields.push_back({"tokens", Chance(80) ? Pick(kTokens) : Int()});
+      if (Chance(25))
+        fields.push_back({"input_tokens", Chance(80) ? Pick(kTokens) : Int()});
+      if (Chance(25))
+        fields.push_back({"output_tokens", Chance(80) ? Pick(kTokens) : Int()});
+      if (Chance(40))
+        fields.push_back({"latency_ms", Chance(80) ? "120" : Int()});
       if (Chance(40)) fields.push_back({"outcome", Pick(kOutcomes)});
-      if (Chance(15)) fields.push_back({"retry_after_ms", Chance(70) ? "300" : Int()});
+      if (Chance(15))
+        fields.push_back({"retry_after_ms", Chance(70) ? "300" : Int()});
     } else if (kind < 9) {
       fields.push_back({"op", R"("cancel")"});
       if (Chance(97)) fields.push_back({"lease", Lease(leases)});
@@ -320,18 +364,18 @@ class Generator {
                                            R"("carol")", R"("é")"};
   static constexpr const char* kTasks[] = {R"("t1")", R"("t2")", R"("t3")",
                                            R"("t4")", R"("t5")", R"("t\/6")"};
-  static constexpr const char* kTokens[] = {"0", "10", "100", "1000",
-                                            "20000", "150000"};
+  static constexpr const char* kTokens[] = {"0",    "10",    "100",
+                                            "1000", "20000", "150000"};
   static constexpr const char* kModels[] = {R"("gpt-4o")", R"("m\u00e9")",
                                             R"("mé")", R"("unpriced")"};
   static constexpr const char* kFingerprints[] = {R"("fp1")", R"("fp2")",
                                                   R"("fp\"3")"};
   static constexpr const char* kOutcomes[] = {
-      R"("ok")", R"("error")", R"("timeout")", R"("throttled")",
-      R"("bogus")", "null", R"("OK")", "1"};
+      R"("ok")",    R"("error")", R"("timeout")", R"("throttled")",
+      R"("bogus")", "null",       R"("OK")",      "1"};
   static constexpr const char* kOtherOps[] = {
-      R"("ping")", R"("status")", R"("acquirex")", R"("acq\u0075ire")",
-      R"("metrics")", "null", R"("breaker.list")"};
+      R"("ping")",    R"("status")", R"("acquirex")",    R"("acq\u0075ire")",
+      R"("metrics")", "null",        R"("breaker.list")"};
   static constexpr const char* kSpaces[] = {" ", "\t", "  ", " \t "};
 
   std::mt19937_64 rng_;
@@ -339,12 +383,21 @@ class Generator {
 
 // Members seen in replies that the fast path wrote: the generated lines
 // must reach every shape of answer, not just the easy ones.
-const char* const kShapes[] = {
-    "\"granted\":true", "\"granted\":false", "\"cause\":", "\"shadow\":",
-    "\"usd\":",         "\"tokens\":",       "\"retry_after_ms\":null",
-    "\"charged_usd\":0.0", "\"duplicate\":true", "\"id\":\"",
-    "\"id\":-",         "\\\"",              "\"code\":\"unknown_lease\"",
-    "\"code\":\"forbidden\"", "é"};
+const char* const kShapes[] = {"\"granted\":true",
+                               "\"granted\":false",
+                               "\"cause\":",
+                               "\"shadow\":",
+                               "\"usd\":",
+                               "\"tokens\":",
+                               "\"retry_after_ms\":null",
+                               "\"charged_usd\":0.0",
+                               "\"duplicate\":true",
+                               "\"id\":\"",
+                               "\"id\":-",
+                               "\\\"",
+                               "\"code\":\"unknown_lease\"",
+                               "\"code\":\"forbidden\"",
+                               "é"};
 
 void RunGenerated(Twins& t, Generator& g, int lines, bool check_shapes) {
   std::vector<std::string> leases;
@@ -423,9 +476,14 @@ TEST_CASE("fast path: mutated lines answered as the general path does",
       size_t at = rng() % line.size();
       char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-        case 0: line[at] = c; break;
-        case 1: line.insert(line.begin() + static_cast<long>(at), c); break;
-        default: line.erase(at, 1);
+        case 0:
+          line[at] = c;
+          break;
+        case 1:
+          line.insert(line.begin() + static_cast<long>(at), c);
+          break;
+        default:
+          line.erase(at, 1);
       }
     }
     std::string reply = t.Send(line, rng() % 4 == 0 ? kAdmin : kUser);
