@@ -1,5 +1,6 @@
 #include "daemon/dispatcher.h"
 
+#include "daemon/fast_ops.h"
 #include "daemon/json_fields.h"
 #include "daemon/ops.h"
 
@@ -83,6 +84,7 @@ std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
 void Dispatcher::Handle(const Peer& peer, std::string_view line,
                         int64_t now_us, std::string* out) {
   ++counters_.requests;
+  if (fast_path_ && FastOps::Handle(*this, peer, line, now_us, out)) return;
   if (NestedTooDeep(line)) {
     ++counters_.errors;
     stats_->limit_hits.Add(LimitHit::kMaxDepth);

@@ -22,6 +22,7 @@
 #include "daemon/config.h"
 #include "daemon/counters.h"
 #include "daemon/decider.h"
+#include "daemon/fast_request.h"
 #include "daemon/top_tracker.h"
 
 namespace brake {
@@ -90,6 +91,13 @@ class Dispatcher {
     return d;
   }
 
+  // Acquire, commit and cancel lines that ScanFastRequest accepts are
+  // answered without nlohmann (fast_ops.cc), with the same bytes; on by
+  // default. Off: every line takes the general path (tests, benchmarks).
+  void set_fast_path(bool on) { fast_path_ = on; }
+  // Lines the fast path has answered since construction.
+  uint64_t fast_answers() const { return fast_answers_; }
+
   // `brakectl help`-style listing of the ops table.
   static std::string OpsHelp();
 
@@ -97,6 +105,7 @@ class Dispatcher {
 
  private:
   friend struct OpHandlers;
+  friend struct FastOps;
   // `parked` is set when the handler handed the request on and no reply is
   // due now.
   Status Run(const Op& op, const Peer& peer, const nlohmann::json& request,
@@ -112,6 +121,13 @@ class Dispatcher {
   bool storage_ok_ = true;
   Counters counters_;  // for metrics
   TopTracker top_;
+  bool fast_path_ = true;
+  uint64_t fast_answers_ = 0;
+  // Reused by the fast path so that steady-state requests reuse their
+  // strings' capacity instead of allocating.
+  FastRequest fast_request_;
+  AcquireRequest fast_acquire_;
+  CommitRequest fast_commit_;
 };
 
 }  // namespace brake

@@ -20,6 +20,8 @@ namespace brake {
 using json = nlohmann::json;
 
 inline constexpr size_t kMaxNameBytes = 128;
+// The longest value of a FieldKind::kString field (a lease, for one).
+inline constexpr size_t kMaxStringBytes = 256;
 
 // Non-empty, at most 128 bytes, no control characters (printable ASCII or
 // UTF-8 beyond ASCII, except the C1 controls U+0080..U+009F).

@@ -54,16 +54,21 @@ std::optional<int64_t> OptInt(const json& req, const char* key) {
 
 }  // namespace
 
-Status MayActAs(const OpContext& ctx, const Config& config,
+Status MayActAs(const Peer& peer, const Config& config,
                 const std::string& user) {
-  if (ctx.peer.admin || config.uid_users.empty()) return Status::Ok();
-  auto it = config.uid_users.find(ctx.peer.uid);
+  if (peer.admin || config.uid_users.empty()) return Status::Ok();
+  auto it = config.uid_users.find(peer.uid);
   if (it != config.uid_users.end() && it->second.count(user)) {
     return Status::Ok();
   }
   return Status(ErrorCode::kForbidden,
-                "user: uid " + std::to_string(ctx.peer.uid) +
+                "user: uid " + std::to_string(peer.uid) +
                     " may not act as " + user + " (uid_users)");
+}
+
+Status MayActAs(const OpContext& ctx, const Config& config,
+                const std::string& user) {
+  return MayActAs(ctx.peer, config, user);
 }
 
 // Handlers reach the dispatcher's counters through this friend.

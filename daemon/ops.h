@@ -65,5 +65,7 @@ Status ValidateFields(const Dispatcher::Op& op, const nlohmann::json& request);
 // kForbidden naming the field `user` otherwise.
 Status MayActAs(const OpContext& ctx, const Config& config,
                 const std::string& user);
+Status MayActAs(const Peer& peer, const Config& config,
+                const std::string& user);
 
 }  // namespace brake

@@ -9,10 +9,14 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "daemon/log.h"
+#include "daemon/write_pool.h"
 
 namespace brake {
 
@@ -39,11 +43,6 @@ struct Server::Connection {
 };
 
 namespace {
-
-struct WriteReq {
-  uv_write_t req;
-  std::string data;
-};
 
 // A read buffer shared by every connection: the loop is single threaded and
 // OnRead consumes the bytes before the next read.
@@ -308,7 +307,7 @@ void Server::Resume(uint64_t conn, std::string line) {
   Connection* c = it->second;
   c->paused = false;
   if (c->closing) return;
-  QueueReply(c, std::move(line));
+  QueueReply(c, line);
   ReadOn(c);
 }
 
@@ -336,14 +335,14 @@ void Server::ReadOn(Connection* c) {
 void Server::Deliver(uint64_t conn, std::string line) {
   auto it = by_id_.find(conn);
   if (it == by_id_.end() || it->second->closing) return;
-  QueueReply(it->second, std::move(line));
+  QueueReply(it->second, line);
 }
 
-void Server::QueueReply(Connection* c, std::string data) {
+void Server::QueueReply(Connection* c, std::string_view data) {
   uint64_t seq = gate_->SeqForReply();
   bool changed = gate_->ReplyChangedState();
   if (c->held.empty() && seq <= released_seq_) {
-    Write(c, std::move(data));
+    Write(c, data);
     return;
   }
   // Held replies count against the output cap too: a client that pipelines
@@ -358,7 +357,7 @@ void Server::QueueReply(Connection* c, std::string data) {
       c->held.back().must_commit == changed) {
     c->held.back().data += data;
   } else {
-    c->held.push_back(Connection::Held{seq, changed, std::move(data)});
+    c->held.push_back(Connection::Held{seq, changed, std::string(data)});
   }
   holding_.insert(c);
 }
@@ -371,7 +370,7 @@ void Server::Flush(Connection* c) {
     c->held.pop_front();
   }
   if (c->held.empty()) holding_.erase(c);
-  if (!out.empty()) Write(c, std::move(out));
+  if (!out.empty()) Write(c, out);
   if (c->close_after_write && c->held.empty()) CloseConnection(c);
 }
 
@@ -400,26 +399,22 @@ void Server::Fail(uint64_t seq, const std::string& message) {
       c->held.pop_front();
     }
     if (c->held.empty()) holding_.erase(c);
-    if (!out.empty()) Write(c, std::move(out));
+    if (!out.empty()) Write(c, out);
     if (c->close_after_write && c->held.empty()) CloseConnection(c);
   }
 }
 
 // Replies are gathered per connection and written once per loop turn
 // (FlushWrites), so a pipelined burst costs one write(2), not one per reply.
-void Server::Write(Connection* c, std::string data) {
+void Server::Write(Connection* c, std::string_view data) {
   if (c->closing) return;
   if (const size_t queued = QueuedBytes(c) + data.size();
       queued > static_cast<size_t>(config_->max_output_bytes)) {
     DropSlowReader(c, queued);
     return;
   }
-  if (c->out.empty()) {
-    c->out = std::move(data);
-    unflushed_.push_back(c);
-  } else {
-    c->out += data;
-  }
+  if (c->out.empty()) unflushed_.push_back(c);
+  c->out += data;
 }
 
 size_t Server::QueuedBytes(const Connection* c) {
@@ -440,18 +435,17 @@ void Server::FlushWrites() {
 
 void Server::WriteOut(Connection* c) {
   if (c->out.empty()) return;
-  auto* w = new WriteReq();
-  w->data = std::move(c->out);
-  c->out.clear();
+  WriteReq* w = TakeWriteReq();
+  w->data.swap(c->out);  // c->out keeps the spare's (empty) buffer
   uv_buf_t buf =
       uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
   w->req.data = w;
   int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
                     [](uv_write_t* req, int) {
-                      delete static_cast<WriteReq*>(req->data);
+                      ReturnWriteReq(static_cast<WriteReq*>(req->data));
                     });
   if (rc != 0) {
-    delete w;
+    ReturnWriteReq(w);
     CloseConnection(c);
   }
 }

@@ -102,9 +102,11 @@ class Server {
   void Consume(Connection* c, const char* data, size_t n);
   // Sends a reply produced now, once the batch it depends on has committed
   // (the gate's tag; at once when it has).
-  void QueueReply(Connection* c, std::string data);
+  // Both copy `data`: a reply answered at once is appended to the
+  // connection's reused output buffer, so it allocates nothing.
+  void QueueReply(Connection* c, std::string_view data);
   void Flush(Connection* c);
-  void Write(Connection* c, std::string data);
+  void Write(Connection* c, std::string_view data);
   void WriteOut(Connection* c);
   // Bytes of replies `c` holds: waiting for their batch, gathered, and
   // queued in libuv; max_output_bytes bounds them.

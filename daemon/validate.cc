@@ -9,12 +9,6 @@ namespace brake {
 
 using json = nlohmann::json;
 
-namespace {
-
-constexpr size_t kMaxStringBytes = 256;
-
-}  // namespace
-
 Status ValidateFields(const Dispatcher::Op& op, const json& request) {
   for (const FieldSpec& f : op.fields) {
     auto it = request.find(f.name);
