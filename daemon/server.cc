@@ -16,31 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/log.h"
-#include "daemon/write_pool.h"
+#include "daemon/server_connection.h"
 
 namespace brake {
-
-struct Server::Connection {
-  uv_pipe_t pipe;
-  Server* server = nullptr;
-  Peer peer;
-  std::string in;  // an incomplete line
-  // Replies waiting for their batch to commit, in order: (seq, lines).
-  struct Held {
-    uint64_t seq;      // the batch these replies wait for
-    bool must_commit;  // their requests changed state: fail if it fails
-    std::string data;
-  };
-  std::deque<Held> held;
-  size_t held_bytes = 0;
-  bool closing = false;
-  bool close_after_write = false;
-  bool paused = false;  // a deferred request is being answered
-  bool throttled = false;  // read its share of this loop turn
-  std::string out;      // replies not yet handed to uv_write
-  int64_t partial_since_us = 0;  // when the incomplete line in `in` began
-  int64_t closing_since_us = 0;  // when a graceful close began
-};
 
 namespace {
 
@@ -83,25 +61,6 @@ bool SocketIsLive(const std::string& path) {
   return live;
 }
 
-// Rewrites the reply lines of `data` as `unavailable` errors with their ids.
-std::string AsUnavailable(const std::string& data, const std::string& message) {
-  std::string out;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t nl = data.find('\n', pos);
-    if (nl == std::string::npos) nl = data.size();
-    nlohmann::json line = nlohmann::json::parse(
-        data.begin() + pos, data.begin() + nl, nullptr, false);
-    nlohmann::json err = {{"ok", false},
-                          {"error",
-                           {{"code", "unavailable"}, {"message", message}}}};
-    if (line.is_object() && line.contains("id")) err["id"] = line["id"];
-    out += err.dump();
-    out += '\n';
-    pos = nl + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -336,118 +295,6 @@ void Server::Deliver(uint64_t conn, std::string line) {
   auto it = by_id_.find(conn);
   if (it == by_id_.end() || it->second->closing) return;
   QueueReply(it->second, line);
-}
-
-void Server::QueueReply(Connection* c, std::string_view data) {
-  uint64_t seq = gate_->SeqForReply();
-  bool changed = gate_->ReplyChangedState();
-  if (c->held.empty() && seq <= released_seq_) {
-    Write(c, data);
-    return;
-  }
-  // Held replies count against the output cap too: a client that pipelines
-  // without reading must not grow them while a batch commits.
-  if (const size_t queued = QueuedBytes(c) + data.size();
-      queued > static_cast<size_t>(config_->max_output_bytes)) {
-    DropSlowReader(c, queued);
-    return;
-  }
-  c->held_bytes += data.size();
-  if (!c->held.empty() && c->held.back().seq == seq &&
-      c->held.back().must_commit == changed) {
-    c->held.back().data += data;
-  } else {
-    c->held.push_back(Connection::Held{seq, changed, std::string(data)});
-  }
-  holding_.insert(c);
-}
-
-void Server::Flush(Connection* c) {
-  std::string out;
-  while (!c->held.empty() && c->held.front().seq <= released_seq_) {
-    c->held_bytes -= c->held.front().data.size();
-    out += c->held.front().data;
-    c->held.pop_front();
-  }
-  if (c->held.empty()) holding_.erase(c);
-  if (!out.empty()) Write(c, out);
-  if (c->close_after_write && c->held.empty()) CloseConnection(c);
-}
-
-void Server::Release(uint64_t seq) {
-  if (seq > released_seq_) released_seq_ = seq;
-  std::vector<Connection*> waiting(holding_.begin(), holding_.end());
-  for (Connection* c : waiting) Flush(c);
-}
-
-void Server::Fail(uint64_t seq, const std::string& message) {
-  std::vector<Connection*> waiting(holding_.begin(), holding_.end());
-  for (Connection* c : waiting) {
-    for (Connection::Held& h : c->held) {
-      if (h.seq > seq) break;
-      if (h.must_commit) {
-        size_t before = h.data.size();
-        h.data = AsUnavailable(h.data, message);
-        c->held_bytes = c->held_bytes - before + h.data.size();
-      }
-      h.seq = 0;  // answer now: reads report what the daemon holds
-    }
-    std::string out;
-    while (!c->held.empty() && c->held.front().seq == 0) {
-      c->held_bytes -= c->held.front().data.size();
-      out += c->held.front().data;
-      c->held.pop_front();
-    }
-    if (c->held.empty()) holding_.erase(c);
-    if (!out.empty()) Write(c, out);
-    if (c->close_after_write && c->held.empty()) CloseConnection(c);
-  }
-}
-
-// Replies are gathered per connection and written once per loop turn
-// (FlushWrites), so a pipelined burst costs one write(2), not one per reply.
-void Server::Write(Connection* c, std::string_view data) {
-  if (c->closing) return;
-  if (const size_t queued = QueuedBytes(c) + data.size();
-      queued > static_cast<size_t>(config_->max_output_bytes)) {
-    DropSlowReader(c, queued);
-    return;
-  }
-  if (c->out.empty()) unflushed_.push_back(c);
-  c->out += data;
-}
-
-size_t Server::QueuedBytes(const Connection* c) {
-  return c->pipe.write_queue_size + c->held_bytes + c->out.size();
-}
-
-void Server::DropSlowReader(Connection* c, size_t queued) {
-  stats_->limit_hits.Add(LimitHit::kMaxOutputBytes);
-  Log(LogLevel::kWarn, "connection of uid %u holds %zu bytes of unread "
-      "replies; closing it", c->peer.uid, queued);
-  AbortConnection(c);
-}
-
-void Server::FlushWrites() {
-  for (Connection* c : unflushed_) WriteOut(c);
-  unflushed_.clear();
-}
-
-void Server::WriteOut(Connection* c) {
-  if (c->out.empty()) return;
-  WriteReq* w = TakeWriteReq();
-  w->data.swap(c->out);  // c->out keeps the spare's (empty) buffer
-  uv_buf_t buf =
-      uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
-  w->req.data = w;
-  int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
-                    [](uv_write_t* req, int) {
-                      ReturnWriteReq(static_cast<WriteReq*>(req->data));
-                    });
-  if (rc != 0) {
-    ReturnWriteReq(w);
-    CloseConnection(c);
-  }
 }
 
 void Server::Detach(Connection* c) {
