@@ -101,9 +101,11 @@ class Scanner {
     size_t start = pos_;
     int64_t v = 0;
     while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
+      // A 19th digit could overflow: leave such numbers to nlohmann (the
+      // check comes before the multiplication, which would be UB).
+      if (pos_ - start == 18) return false;
       v = v * 10 + (s_[pos_] - '0');
       ++pos_;
-      if (pos_ - start > 18) return false;
     }
     if (pos_ == start) return false;
     *value = negative ? -v : v;

@@ -305,7 +305,15 @@ TEST_CASE("50 clients pipelining without reading are cut off at their output "
   const int64_t p50_ms = latencies_ms[latencies_ms.size() / 2];
   CHECK(p50_ms < 100);
   CHECK(p99_ms < 500);
-  CHECK(growth_kb < 64 * 1024);
+#if defined(__SANITIZE_ADDRESS__)
+  // This build's braked runs under ASan, which keeps freed memory in a
+  // quarantine (256 MiB by default) and pads every block: its RSS measures
+  // ASan, not braked's bound. Still bounded, just not by 64 MiB.
+  constexpr int64_t kGrowthBoundKb = 1024 * 1024;
+#else
+  constexpr int64_t kGrowthBoundKb = 64 * 1024;
+#endif
+  CHECK(growth_kb < kGrowthBoundKb);
   CHECK(d.daemon.log().find("bytes of unread replies; closing it") !=
         std::string::npos);
   CHECK(Metric(polite, "brake_connections") == 1);
