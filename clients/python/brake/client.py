@@ -113,7 +113,22 @@ class _Connection:
         except socket.timeout:
             raise _TimedOut(sent > 0)
         except OSError as e:
+            # braked may have said why before closing (too_many_connections):
+            # then read_reply reports that instead of a bare broken pipe.
+            if self._said_why():
+                return
             raise _Broken(sent > 0, e)
+
+    def _said_why(self) -> bool:
+        try:
+            while True:
+                chunk = self.sock.recv(65536, socket.MSG_DONTWAIT)
+                if not chunk:
+                    break
+                self.buf += chunk
+        except OSError:
+            pass
+        return b"\n" in self.buf
 
     def read_reply(self, rid: int, deadline: float) -> Dict[str, Any]:
         while True:

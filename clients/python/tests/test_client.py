@@ -727,6 +727,27 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(c._idle, [])
         c.close()
 
+    def test_refusal_reported_when_the_send_already_fails(self) -> None:
+        # braked answers too_many_connections and closes at once; a request
+        # sent after that fails with EPIPE, and the refusal must still be
+        # what the caller sees (a race that made the test above flaky).
+        def refuse(srv, conn, f):
+            conn.sendall(b'{"ok":false,"error":{"code":"too_many_connections",'
+                         b'"message":"max_connections 1 reached"}}\n')
+
+        srv = self.server(refuse)
+
+        class Late(brake.Client):
+            def _checkout(self):
+                conn = super()._checkout()
+                time.sleep(0.3)  # the server has answered and closed
+                return conn
+
+        c = Late(srv.path, timeout=2)
+        with self.assertRaises(brake.TooManyConnections):
+            c.ping()
+        c.close()
+
 
 class FingerprintTest(unittest.TestCase):
     def test_stable(self) -> None:
