@@ -31,20 +31,38 @@ uint64_t Hash(std::string_view s) { return Finish(Fnv(kFnvBasis, s)); }
 
 }  // namespace
 
+ScopeFilter::Layer ScopeFilter::MakeLayer(uint64_t entries) {
+  Layer layer;
+  const uint64_t bits = std::bit_ceil(entries * kBitsPerEntry);
+  layer.bits.assign(bits / 64, 0);
+  layer.mask = bits - 1;
+  layer.capacity = bits / kBitsPerEntry;
+  return layer;
+}
+
 ScopeFilter::ScopeFilter(size_t expected) {
-  uint64_t bits = std::bit_ceil(std::max<uint64_t>(uint64_t{1} << 20,
-                                                   uint64_t{expected} * 16));
-  bits_.assign(bits / 64, 0);
-  mask_ = bits - 1;
+  layers_.push_back(MakeLayer(std::max<uint64_t>(4096, expected)));
+}
+
+size_t ScopeFilter::bytes() const {
+  size_t total = 0;
+  for (const Layer& layer : layers_) total += layer.bits.size() * 8;
+  return total;
 }
 
 void ScopeFilter::Add(std::string_view scope) {
-  uint64_t h = Hash(scope);
-  uint64_t h1 = h, h2 = (h >> 32) | 1;
-  for (int i = 0; i < kHashes; ++i) {
-    uint64_t bit = (h1 + i * h2) & mask_;
-    bits_[bit / 64] |= uint64_t{1} << (bit % 64);
+  const uint64_t h = Hash(scope);
+  if (Test(h)) return;  // already (maybe) there: do not fill a layer for it
+  if (layers_.back().count >= layers_.back().capacity) {
+    layers_.push_back(MakeLayer(layers_.back().capacity * 2));
   }
+  Layer& layer = layers_.back();
+  const uint64_t h1 = h, h2 = (h >> 32) | 1;
+  for (int i = 0; i < kHashes; ++i) {
+    const uint64_t bit = (h1 + i * h2) & layer.mask;
+    layer.bits[bit / 64] |= uint64_t{1} << (bit % 64);
+  }
+  ++layer.count;
 }
 
 bool ScopeFilter::MaybeContains(std::string_view scope) const {
@@ -57,12 +75,16 @@ bool ScopeFilter::MaybeContains(std::string_view prefix,
 }
 
 bool ScopeFilter::Test(uint64_t h) const {
-  uint64_t h1 = h, h2 = (h >> 32) | 1;
-  for (int i = 0; i < kHashes; ++i) {
-    uint64_t bit = (h1 + i * h2) & mask_;
-    if ((bits_[bit / 64] & (uint64_t{1} << (bit % 64))) == 0) return false;
+  const uint64_t h1 = h, h2 = (h >> 32) | 1;
+  for (const Layer& layer : layers_) {
+    bool all = true;
+    for (int i = 0; i < kHashes && all; ++i) {
+      const uint64_t bit = (h1 + i * h2) & layer.mask;
+      all = (layer.bits[bit / 64] & (uint64_t{1} << (bit % 64))) != 0;
+    }
+    if (all) return true;
   }
-  return true;
+  return false;
 }
 
 }  // namespace brake

@@ -4,8 +4,11 @@
 // (see Engine::EvictIdle); a subject not in memory has to be loaded from
 // storage before it is decided on, unless it was never stored. This filter
 // answers "never stored" exactly and "maybe stored" with a small false
-// positive rate (a needless load, never a wrong answer), in about 2 bytes
-// per stored subject. Entries are never removed. Pure.
+// positive rate (a needless load, never a wrong answer), in about 2-4 bytes
+// per stored subject. It grows as it fills (a scalable Bloom filter: a new
+// layer twice the size of the last once that one holds its capacity), so it
+// starts small and its error rate stays low however many subjects are
+// evicted. Entries are never removed. Pure.
 #pragma once
 
 #include <cstddef>
@@ -17,21 +20,30 @@ namespace brake {
 
 class ScopeFilter {
  public:
-  // Sized for `expected` entries at about 16 bits each (false positives
-  // near 0.2%); never smaller than 2^20 bits.
+  // Sized for `expected` entries (at least 4,096) at 16 bits each, false
+  // positives near 0.2% per layer.
   explicit ScopeFilter(size_t expected = 0);
 
   void Add(std::string_view scope);
   bool MaybeContains(std::string_view scope) const;
   // The same for the scope `prefix` + `name`, without building it.
   bool MaybeContains(std::string_view prefix, std::string_view name) const;
-  size_t bytes() const { return bits_.size() * sizeof(uint64_t); }
+  size_t bytes() const;
+  size_t layers() const { return layers_.size(); }
 
  private:
   static constexpr int kHashes = 4;
+  static constexpr uint64_t kBitsPerEntry = 16;
+  struct Layer {
+    std::vector<uint64_t> bits;
+    uint64_t mask = 0;      // bit count - 1 (a power of two)
+    uint64_t capacity = 0;  // entries before the next layer starts
+    uint64_t count = 0;
+  };
+  static Layer MakeLayer(uint64_t entries);
   bool Test(uint64_t hash) const;
-  std::vector<uint64_t> bits_;
-  uint64_t mask_ = 0;  // bit count - 1 (a power of two)
+
+  std::vector<Layer> layers_;
 };
 
 }  // namespace brake

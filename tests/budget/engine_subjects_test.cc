@@ -217,5 +217,23 @@ TEST_CASE("scope filter: no false negatives, few false positives",
   CHECK_FALSE(ScopeFilter().MaybeContains("user:alice"));
 }
 
+TEST_CASE("scope filter: grows from small, keeping few false positives",
+          "[engine][subjects]") {
+  ScopeFilter f;  // sized for 4,096
+  const size_t start = f.bytes();
+  CHECK(start <= 8 * 1024);
+  for (int i = 0; i < 500'000; ++i) f.Add("task:t" + std::to_string(i));
+  CHECK(f.layers() > 1);
+  for (int i = 0; i < 500'000; i += 7) {
+    REQUIRE(f.MaybeContains("task:", "t" + std::to_string(i)));
+  }
+  int false_positives = 0;
+  for (int i = 0; i < 100'000; ++i) {
+    false_positives += f.MaybeContains("task:other" + std::to_string(i));
+  }
+  CHECK(false_positives < 3000);  // under 3% over all layers
+  CHECK(f.bytes() < 500'000 * 5);  // a few bytes per entry
+}
+
 }  // namespace
 }  // namespace brake
