@@ -308,6 +308,8 @@ class Engine {
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
   static void AddTotals(Totals& dst, const Totals& t, int sign);
   void ForgetDuplicatesBefore(int64_t now_us);
+  void EndLease(std::unordered_map<std::string, Lease>::iterator it,
+                const Settlement& s, int64_t now_us);
 
   std::string lease_prefix_;
   int64_t lease_ttl_us_;

@@ -1,0 +1,169 @@
+// Engine settlement: commit, cancel and expiry of leases, what they release
+// and record, and duplicate answers. Split from engine.cc; same class.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "budget/engine.h"
+#include "budget/engine_amount.h"
+#include "budget/limiter_key.h"
+
+namespace brake {
+
+// Moves a lease from reserved to settled at `actual` (nullptr: cancelled,
+// nothing spent) and releases what it charged.
+void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
+  ++settlements_;
+  ++mutations_;
+  Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
+  for (const LeaseCharge& c : lease.charges) {
+    std::string key = LimiterKey(c.scope, c.limit);
+    auto it = limiters_.find(key);
+    if (it == limiters_.end()) continue;  // its policy is gone
+    Limiter* l = it->second.get();
+    if (l->spec().resource == c.resource) {
+      int64_t delta = AmountFor(c.resource, actual) - c.amount;
+      if (delta != 0) l->Settle(delta, lease.granted_at_us, now_us);
+    }
+    l->Release(c.amount, now_us);
+    MarkUnsaved(key, l);
+  }
+  for (const std::string& scope : lease.scopes) {
+    Subject& subject = Touch(scope, now_us, -1);
+    AddTotals(subject.reserved, reserved, -1);
+    if (actual.requests || actual.tokens || actual.usd_nano) {
+      AddTotals(subject.spend, actual, 1);
+      MarkSpendUnsaved(scope, subject);
+    }
+  }
+  auto range = expiry_.equal_range(lease.expires_at_us);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second == lease.id) {
+      expiry_.erase(it);
+      break;
+    }
+  }
+  dirty_leases_.insert(lease.id);
+}
+
+void Engine::MarkUnsaved(const std::string& key, Limiter* limiter) {
+  if (limiter->unsaved) return;
+  limiter->unsaved = true;
+  dirty_limiters_.push_back(key);
+}
+
+void Engine::MarkSpendUnsaved(const std::string& scope, Subject& subject) {
+  if (subject.spend_unsaved) return;
+  subject.spend_unsaved = true;
+  dirty_spend_.push_back(scope);
+}
+
+// A settled lease leaves the open ones; its result answers duplicates for a
+// TTL.
+void Engine::EndLease(std::unordered_map<std::string, Lease>::iterator it,
+                      const Settlement& s, int64_t now_us) {
+  settled_[it->first] = {s, now_us};
+  settled_order_.emplace(now_us, it->first);
+  leases_.erase(it);
+}
+
+void Engine::ForgetDuplicatesBefore(int64_t now_us) {
+  // settled_order_ keys are settle times; entries older than a TTL go.
+  while (!settled_order_.empty() &&
+         settled_order_.begin()->first < now_us - lease_ttl_us_) {
+    settled_.erase(settled_order_.begin()->second);
+    settled_order_.erase(settled_order_.begin());
+  }
+}
+
+Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
+  auto it = leases_.find(req.lease);
+  if (it == leases_.end()) {
+    auto done = settled_.find(req.lease);
+    if (done == settled_.end()) {
+      return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + req.lease);
+    }
+    Settlement dup = done->second.first;
+    dup.duplicate = true;
+    // Nothing changes, but the answer asserts that the first settlement is
+    // durable: count it as a change so the reply is gated like one.
+    ++mutations_;
+    return dup;
+  }
+  Lease& lease = it->second;
+  int64_t input = req.input_tokens.value_or(0);
+  int64_t output = req.output_tokens.value_or(0);
+  bool split = req.input_tokens.has_value() || req.output_tokens.has_value();
+  Totals actual;
+  actual.requests = lease.requests;
+  actual.tokens = req.tokens ? *req.tokens
+                  : split    ? SaturatingAdd(input, output)
+                             : lease.tokens;
+  if (!lease.model.empty()) {
+    // A split is priced exactly; tokens beyond the split (or all of them,
+    // without one) at the dearer rate, as the reservation was.
+    const Price* price = GetPrice(lease.model);
+    Price p = price ? *price : Price{};
+    int64_t split_total = SaturatingAdd(input, output);
+    int64_t unsplit = std::max<int64_t>(0, actual.tokens - split_total);
+    actual.usd_nano = SaturatingAdd(CostUsdNano(p, input, output),
+                                    EstimateUsdNano(p, unsplit));
+  }
+  SettleLease(lease, actual, now_us);
+  ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
+                              lease.parent, lease.resource, lease.model,
+                              actual.requests, actual.tokens, input, output,
+                              actual.usd_nano, req.latency_ms, req.outcome,
+                              false, lease.id});
+  Settlement s{actual.tokens, actual.usd_nano, false};
+  EndLease(it, s, now_us);
+  ForgetDuplicatesBefore(now_us);
+  return s;
+}
+
+Result<bool> Engine::Cancel(const std::string& id, int64_t now_us) {
+  auto it = leases_.find(id);
+  if (it == leases_.end()) {
+    if (settled_.count(id)) return true;  // already settled: a duplicate
+    return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + id);
+  }
+  SettleLease(it->second, Totals{}, now_us);
+  EndLease(it, Settlement{0, 0, false}, now_us);
+  return false;
+}
+
+const Lease* Engine::FindLease(const std::string& id) const {
+  auto it = leases_.find(id);
+  return it == leases_.end() ? nullptr : &it->second;
+}
+
+int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
+  int n = 0;
+  while (!expiry_.empty() && expiry_.begin()->first <= now_us) {
+    std::string id = expiry_.begin()->second;
+    auto it = leases_.find(id);
+    if (it == leases_.end()) {
+      expiry_.erase(expiry_.begin());
+      continue;
+    }
+    Lease& lease = it->second;
+    Totals actual{lease.requests, lease.tokens, lease.usd_nano};
+    SettleLease(lease, actual, now_us);
+    ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
+                                lease.parent, lease.resource, lease.model,
+                                actual.requests, actual.tokens, 0, 0,
+                                actual.usd_nano, -1, "expired", true, id});
+    EndLease(it, Settlement{actual.tokens, actual.usd_nano, false}, now_us);
+    if (expired != nullptr) expired->push_back(id);
+    ++n;
+  }
+  ForgetDuplicatesBefore(now_us);
+  return n;
+}
+
+int64_t Engine::NextExpiryUs() const {
+  return expiry_.empty() ? kNever : expiry_.begin()->first;
+}
+
+}  // namespace brake
