@@ -24,30 +24,6 @@ json ErrorReply(const json* id, ErrorCode code, const std::string& message) {
   return reply;
 }
 
-// A linear pre-scan (cheaper than a parser callback): brackets outside
-// strings deeper than kMaxDepth.
-bool NestedTooDeep(std::string_view line) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 Dispatcher::Dispatcher(Engine* engine, const Config* config, ServerStats* stats)
@@ -85,7 +61,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
                         int64_t now_us, std::string* out) {
   ++counters_.requests;
   if (fast_path_ && FastOps::Handle(*this, peer, line, now_us, out)) return;
-  if (NestedTooDeep(line)) {
+  if (NestedDeeperThan(line, kMaxDepth)) {
     ++counters_.errors;
     stats_->limit_hits.Add(LimitHit::kMaxDepth);
     AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,

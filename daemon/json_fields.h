@@ -26,6 +26,10 @@ inline constexpr size_t kMaxStringBytes = 256;
 // Non-empty, at most 128 bytes, no control characters (printable ASCII or
 // UTF-8 beyond ASCII, except the C1 controls U+0080..U+009F).
 Status ValidateName(std::string_view value, std::string_view field);
+// True when brackets outside strings nest deeper than `max_depth` in `text`:
+// a linear pre-scan, so a hostile line never makes the parser (or dump())
+// recurse deeply.
+bool NestedDeeperThan(std::string_view text, int max_depth);
 // "global", or KIND:NAME with KIND user|task|resource and NAME a valid name
 // or "*".
 Status ValidateScope(std::string_view value, std::string_view field);

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "budget/lease.h"
+#include "daemon/json_fields.h"
 #include "daemon/policy_codec.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -48,30 +49,6 @@ bool CheckPolicy(const json& j) {
     FUZZ_CHECK(*back == spec, limit.dump());
   }
   return true;
-}
-
-// Copying a deeply nested value recurses (nlohmann-json issue #5387), so
-// only shallow inputs are wrapped into a policy. Brackets outside strings.
-bool NestedDeeperThan(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if ((c == '{' || c == '[') && ++depth > max_depth) {
-      return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
 }
 
 void CheckLease(std::string_view text) {
@@ -120,7 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A bare LIMIT, or the LIMITs of an array, as a policy's items.
     const bool bare_limit = j.is_object() && !j.contains("limits") &&
                             !j.contains("breaker") && !j.empty();
-    if ((bare_limit || j.is_array()) && !NestedDeeperThan(text, 32)) {
+    // Copying a deeply nested value recurses (nlohmann-json issue #5387), so
+    // only shallow inputs are wrapped into a policy.
+    if ((bare_limit || j.is_array()) && !brake::NestedDeeperThan(text, 32)) {
       json limits = json::array();
       if (j.is_object()) {
         limits.push_back(j);
