@@ -56,7 +56,7 @@ std::string_view ReasonName(Reason r) {
 }
 
 Engine::Engine(std::string lease_prefix, int64_t lease_ttl_us)
-    : lease_prefix_(std::move(lease_prefix)), lease_ttl_us_(lease_ttl_us) {}
+    : lease_ttl_us_(lease_ttl_us), leases_(std::move(lease_prefix)) {}
 
 Engine::~Engine() = default;
 
@@ -166,7 +166,7 @@ Limiter* Engine::Instance(std::string key, const std::string& scope,
     it->second = MakeLimiter(spec, now_us);
     // Open leases charged the limiter just replaced, not this one: settling
     // them must neither refund nor release (a concurrency slot) here.
-    for (auto& [id, lease] : leases_) {
+    leases_.ForEachOpen([&](Lease& lease) {
       auto& charges = lease.charges;
       auto gone = std::remove_if(charges.begin(), charges.end(),
                                  [&](const LeaseCharge& c) {
@@ -175,9 +175,9 @@ Limiter* Engine::Instance(std::string key, const std::string& scope,
                                  });
       if (gone != charges.end()) {
         charges.erase(gone, charges.end());
-        dirty_leases_.insert(id);
+        leases_.MarkChanged(lease.id);
       }
-    }
+    });
     return it->second.get();
   }
   if (!create) return nullptr;
@@ -277,8 +277,8 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     return out;
   }
 
-  Lease lease;
-  lease.id = lease_prefix_ + std::to_string(next_lease_++);
+  // A recycled lease object: every field is assigned, reusing its strings.
+  Lease& lease = leases_.Open(SaturatingAdd(now_us, lease_ttl_us_));
   lease.user = req.user;
   lease.task = req.task;
   lease.parent = new_task ? req.parent : task_it->second.parent;
@@ -289,14 +289,18 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
   lease.tokens = want.tokens;
   lease.usd_nano = want.usd_nano;
   lease.granted_at_us = now_us;
-  lease.expires_at_us = SaturatingAdd(now_us, lease_ttl_us_);
   lease.scopes = scopes;
-  for (Applied& a : applied) {
+  lease.charges.resize(applied.size());
+  for (size_t i = 0; i < applied.size(); ++i) {
+    Applied& a = applied[i];
     int64_t amount = AmountFor(a.spec->resource, want);
     a.limiter->Charge(amount, now_us);
     MarkUnsaved(a.key, a.limiter);
-    lease.charges.push_back(
-        LeaseCharge{*a.scope, a.spec->name, a.spec->resource, amount});
+    LeaseCharge& charge = lease.charges[i];
+    charge.scope = *a.scope;
+    charge.limit = a.spec->name;
+    charge.resource = a.spec->resource;
+    charge.amount = amount;
     LimitUsage u = a.limiter->Usage(now_us);
     std::optional<int64_t>* slot =
         a.spec->resource == Resource::kRequests ? &out.remaining.requests
@@ -316,9 +320,6 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
   ++mutations_;
   out.granted = true;
   out.lease = lease.id;
-  expiry_.emplace(lease.expires_at_us, lease.id);
-  dirty_leases_.insert(lease.id);
-  leases_.emplace(lease.id, std::move(lease));
   return out;
 }
 
@@ -398,7 +399,7 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
   }
   // Open leases still hold what they reserved: re-charge concurrency so the
   // count of open leases stays true.
-  for (auto& [id, lease] : leases_) {
+  leases_.ForEachOpen([&](Lease& lease) {
     for (const LeaseCharge& c : lease.charges) {
       std::string key = LimiterKey(c.scope, c.limit);
       if (key.rfind(prefix, 0) != 0) continue;
@@ -408,7 +409,7 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
         it->second->Charge(c.amount, now_us);
       }
     }
-  }
+  });
   // Spend goes (reservations stay: their leases are still open).
   auto clear_spend = [this](const std::string& name, Subject& subject) {
     if (subject.spend.requests == 0 && subject.spend.tokens == 0 &&

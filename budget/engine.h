@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "budget/lease.h"
+#include "budget/lease_book.h"
 #include "budget/limit_spec.h"
 #include "budget/limiter.h"
 #include "budget/pricing.h"
@@ -102,12 +103,6 @@ struct CommitRequest {
   std::optional<int64_t> output_tokens;
   int64_t latency_ms = -1;
   std::string outcome = "ok";
-};
-
-struct Settlement {
-  int64_t charged_tokens = 0;
-  int64_t charged_usd_nano = 0;
-  bool duplicate = false;
 };
 
 struct Totals {
@@ -249,10 +244,10 @@ class Engine {
   bool dirty() const {
     return !dirty_policies_.empty() || !dirty_prices_.empty() ||
            !dirty_tasks_.empty() || !dirty_limiters_.empty() ||
-           !dirty_spend_.empty() || !dirty_leases_.empty() ||
+           !dirty_spend_.empty() || leases_.dirty() ||
            !dirty_kind_resets_.empty() || !ledger_.empty();
   }
-  size_t open_leases() const { return leases_.size(); }
+  size_t open_leases() const { return leases_.open(); }
   size_t task_count() const { return tasks_.size(); }
 
  private:
@@ -308,12 +303,8 @@ class Engine {
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
   static void AddTotals(Totals& dst, const Totals& t, int sign);
   void ForgetDuplicatesBefore(int64_t now_us);
-  void EndLease(std::unordered_map<std::string, Lease>::iterator it,
-                const Settlement& s, int64_t now_us);
 
-  std::string lease_prefix_;
   int64_t lease_ttl_us_;
-  uint64_t next_lease_ = 1;
   uint64_t settlements_ = 0;
   uint64_t mutations_ = 0;
 
@@ -325,11 +316,7 @@ class Engine {
   std::unordered_map<std::string, TaskInfo> tasks_;
   // key: scope + '\x1f' + limit name
   std::unordered_map<std::string, std::unique_ptr<Limiter>> limiters_;
-  std::unordered_map<std::string, Lease> leases_;
-  std::multimap<int64_t, std::string> expiry_;  // expires_at_us -> lease
-  // Settled leases, for duplicate commits: id -> (result, settled_at_us).
-  std::unordered_map<std::string, std::pair<Settlement, int64_t>> settled_;
-  std::multimap<int64_t, std::string> settled_order_;
+  LeaseBook leases_;  // open, and settled ones for duplicate answers
 
   std::unordered_map<std::string, Subject> subjects_;
   ScopeFilter stored_;
@@ -345,7 +332,6 @@ class Engine {
   // `unsaved` and the subject's `spend_unsaved` keep each listed once.
   std::vector<std::string> dirty_limiters_;
   std::vector<std::string> dirty_spend_;
-  std::set<std::string> dirty_leases_;
   std::vector<std::string> dirty_kind_resets_;  // "user:*": stored rows go
   std::vector<LedgerRow> ledger_;
 };

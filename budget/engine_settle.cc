@@ -37,14 +37,6 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
       MarkSpendUnsaved(scope, subject);
     }
   }
-  auto range = expiry_.equal_range(lease.expires_at_us);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (it->second == lease.id) {
-      expiry_.erase(it);
-      break;
-    }
-  }
-  dirty_leases_.insert(lease.id);
 }
 
 void Engine::MarkUnsaved(const std::string& key, Limiter* limiter) {
@@ -59,39 +51,26 @@ void Engine::MarkSpendUnsaved(const std::string& scope, Subject& subject) {
   dirty_spend_.push_back(scope);
 }
 
-// A settled lease leaves the open ones; its result answers duplicates for a
-// TTL.
-void Engine::EndLease(std::unordered_map<std::string, Lease>::iterator it,
-                      const Settlement& s, int64_t now_us) {
-  settled_[it->first] = {s, now_us};
-  settled_order_.emplace(now_us, it->first);
-  leases_.erase(it);
-}
-
+// A settled lease's result answers duplicates for at least a TTL.
 void Engine::ForgetDuplicatesBefore(int64_t now_us) {
-  // settled_order_ keys are settle times; entries older than a TTL go.
-  while (!settled_order_.empty() &&
-         settled_order_.begin()->first < now_us - lease_ttl_us_) {
-    settled_.erase(settled_order_.begin()->second);
-    settled_order_.erase(settled_order_.begin());
-  }
+  leases_.ForgetSettledBefore(SaturatingAdd(now_us, -lease_ttl_us_));
 }
 
 Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
-  auto it = leases_.find(req.lease);
-  if (it == leases_.end()) {
-    auto done = settled_.find(req.lease);
-    if (done == settled_.end()) {
+  Lease* open = leases_.Find(req.lease);
+  if (open == nullptr) {
+    const Settlement* done = leases_.FindSettled(req.lease);
+    if (done == nullptr) {
       return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + req.lease);
     }
-    Settlement dup = done->second.first;
+    Settlement dup = *done;
     dup.duplicate = true;
     // Nothing changes, but the answer asserts that the first settlement is
     // durable: count it as a change so the reply is gated like one.
     ++mutations_;
     return dup;
   }
-  Lease& lease = it->second;
+  Lease& lease = *open;
   int64_t input = req.input_tokens.value_or(0);
   int64_t output = req.output_tokens.value_or(0);
   bool split = req.input_tokens.has_value() || req.output_tokens.has_value();
@@ -117,44 +96,39 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
                               actual.usd_nano, req.latency_ms, req.outcome,
                               false, lease.id});
   Settlement s{actual.tokens, actual.usd_nano, false};
-  EndLease(it, s, now_us);
+  leases_.Settle(req.lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
   return s;
 }
 
 Result<bool> Engine::Cancel(const std::string& id, int64_t now_us) {
-  auto it = leases_.find(id);
-  if (it == leases_.end()) {
-    if (settled_.count(id)) return true;  // already settled: a duplicate
+  Lease* lease = leases_.Find(id);
+  if (lease == nullptr) {
+    if (leases_.FindSettled(id)) return true;  // already settled: a duplicate
     return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + id);
   }
-  SettleLease(it->second, Totals{}, now_us);
-  EndLease(it, Settlement{0, 0, false}, now_us);
+  SettleLease(*lease, Totals{}, now_us);
+  leases_.Settle(id, Settlement{0, 0, false}, now_us);
   return false;
 }
 
 const Lease* Engine::FindLease(const std::string& id) const {
-  auto it = leases_.find(id);
-  return it == leases_.end() ? nullptr : &it->second;
+  return leases_.Find(id);
 }
 
 int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
   int n = 0;
-  while (!expiry_.empty() && expiry_.begin()->first <= now_us) {
-    std::string id = expiry_.begin()->second;
-    auto it = leases_.find(id);
-    if (it == leases_.end()) {
-      expiry_.erase(expiry_.begin());
-      continue;
-    }
-    Lease& lease = it->second;
+  while (Lease* next = leases_.NextExpired(now_us)) {
+    Lease& lease = *next;
+    const std::string id = lease.id;
     Totals actual{lease.requests, lease.tokens, lease.usd_nano};
     SettleLease(lease, actual, now_us);
     ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
                                 lease.parent, lease.resource, lease.model,
                                 actual.requests, actual.tokens, 0, 0,
                                 actual.usd_nano, -1, "expired", true, id});
-    EndLease(it, Settlement{actual.tokens, actual.usd_nano, false}, now_us);
+    leases_.Settle(id, Settlement{actual.tokens, actual.usd_nano, false},
+                   now_us);
     if (expired != nullptr) expired->push_back(id);
     ++n;
   }
@@ -163,7 +137,7 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
 }
 
 int64_t Engine::NextExpiryUs() const {
-  return expiry_.empty() ? kNever : expiry_.begin()->first;
+  return leases_.NextExpiryUs();
 }
 
 }  // namespace brake

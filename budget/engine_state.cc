@@ -51,8 +51,7 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
     }
   }
   // Lease ids of an earlier run carry its prefix, so they never collide.
-  expiry_.emplace(lease.expires_at_us, lease.id);
-  leases_.emplace(lease.id, std::move(lease));
+  leases_.Restore(std::move(lease));
 }
 
 bool Engine::Drain(Batch* batch,
@@ -110,15 +109,7 @@ bool Engine::Drain(Batch* batch,
           SpendRow{scope, spend.requests, spend.tokens, spend.usd_nano});
     }
   }
-  for (const std::string& id : dirty_leases_) {
-    any = true;
-    auto it = leases_.find(id);
-    if (it == leases_.end()) {
-      batch->leases_deleted.push_back(id);
-    } else {
-      batch->leases_put.push_back(LeaseRow{id, encode(it->second)});
-    }
-  }
+  if (leases_.Drain(batch, encode)) any = true;
   for (LedgerRow& row : ledger_) {
     any = true;
     batch->ledger_append.push_back(std::move(row));
@@ -128,7 +119,6 @@ bool Engine::Drain(Batch* batch,
   dirty_tasks_.clear();
   dirty_limiters_.clear();
   dirty_spend_.clear();
-  dirty_leases_.clear();
   dirty_kind_resets_.clear();
   ledger_.clear();
   return any;

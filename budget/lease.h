@@ -37,4 +37,12 @@ struct Lease {
   std::vector<LeaseCharge> charges;
 };
 
+// What settling a lease charged; a duplicate commit or cancel answers the
+// first settlement's again.
+struct Settlement {
+  int64_t charged_tokens = 0;
+  int64_t charged_usd_nano = 0;
+  bool duplicate = false;
+};
+
 }  // namespace brake

@@ -1,0 +1,254 @@
+#include "budget/lease_book.h"
+
+#include <charconv>
+#include <utility>
+
+#include "budget/limiter.h"
+
+namespace brake {
+namespace {
+
+constexpr size_t kMaxPooled = 256;
+
+void EraseLate(std::multimap<int64_t, std::string>& late, int64_t at_us,
+               const std::string& id) {
+  auto range = late.equal_range(at_us);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second == id) {
+      late.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t LeaseBook::OwnNumber(std::string_view id) const {
+  if (id.size() <= prefix_.size() || id.size() > prefix_.size() + 19 ||
+      id.compare(0, prefix_.size(), prefix_) != 0) {
+    return 0;
+  }
+  std::string_view digits = id.substr(prefix_.size());
+  if (digits[0] == '0') return 0;  // not how Open writes a number
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return 0;
+  return n;
+}
+
+LeaseBook::Slot* LeaseBook::OwnSlot(std::string_view id) {
+  return const_cast<Slot*>(std::as_const(*this).OwnSlot(id));
+}
+
+const LeaseBook::Slot* LeaseBook::OwnSlot(std::string_view id) const {
+  uint64_t n = OwnNumber(id);
+  if (n < base_ || n - base_ >= ring_.size()) return nullptr;
+  return &ring_[n - base_];
+}
+
+LeaseBook::Slot* LeaseBook::SlotOf(std::string_view id) {
+  if (Slot* s = OwnSlot(id)) return s;
+  if (other_.empty()) return nullptr;
+  auto it = other_.find(std::string(id));
+  return it == other_.end() ? nullptr : &it->second;
+}
+
+Lease& LeaseBook::Open(int64_t expires_at_us) {
+  const uint64_t number = base_ + ring_.size();
+  Slot& slot = ring_.emplace_back();
+  if (pool_.empty()) {
+    slot.lease = std::make_unique<Lease>();
+  } else {
+    slot.lease = std::move(pool_.back());
+    pool_.pop_back();
+  }
+  Lease& lease = *slot.lease;
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
+  lease.id.assign(prefix_).append(digits, end);
+  lease.expires_at_us = expires_at_us;
+  if (expires_at_us >= last_expiry_us_) {
+    last_expiry_us_ = expires_at_us;
+  } else {
+    slot.late = true;
+    late_.emplace(expires_at_us, lease.id);
+  }
+  ++open_;
+  List(slot, number, lease.id);
+  return lease;
+}
+
+void LeaseBook::Restore(Lease lease) {
+  if (uint64_t n = OwnNumber(lease.id); n != 0 && ring_.empty() && n >= base_) {
+    base_ = n + 1;
+  }
+  if (other_.count(lease.id) != 0) return;  // restored twice: the first stays
+  late_.emplace(lease.expires_at_us, lease.id);
+  std::string id = lease.id;
+  Slot slot;
+  slot.lease = std::make_unique<Lease>(std::move(lease));
+  slot.stored = true;
+  slot.late = true;
+  other_.emplace(std::move(id), std::move(slot));
+  ++open_;
+}
+
+Lease* LeaseBook::Find(std::string_view id) {
+  return const_cast<Lease*>(std::as_const(*this).Find(id));
+}
+
+const Lease* LeaseBook::Find(std::string_view id) const {
+  const Slot* s = OwnSlot(id);
+  if (s == nullptr && !other_.empty()) {
+    auto it = other_.find(std::string(id));
+    if (it != other_.end()) s = &it->second;
+  }
+  return s != nullptr && !s->settled ? s->lease.get() : nullptr;
+}
+
+const Settlement* LeaseBook::FindSettled(std::string_view id) const {
+  const Slot* s = OwnSlot(id);
+  if (s == nullptr && !other_.empty()) {
+    auto it = other_.find(std::string(id));
+    if (it != other_.end()) s = &it->second;
+  }
+  return s != nullptr && s->settled ? &s->result : nullptr;
+}
+
+void LeaseBook::List(Slot& slot, uint64_t number, const std::string& id) {
+  if (slot.listed) return;
+  slot.listed = true;
+  if (number != 0) {
+    dirty_own_.push_back(number);
+  } else {
+    dirty_other_.push_back(id);
+  }
+}
+
+void LeaseBook::MarkChanged(const std::string& id) {
+  Slot* slot = SlotOf(id);
+  if (slot != nullptr && !slot->settled) List(*slot, OwnNumber(id), id);
+}
+
+void LeaseBook::Recycle(std::unique_ptr<Lease> lease) {
+  if (pool_.size() < kMaxPooled) pool_.push_back(std::move(lease));
+}
+
+void LeaseBook::Settle(const std::string& id, const Settlement& s,
+                       int64_t now_us) {
+  uint64_t number = OwnNumber(id);
+  Slot* slot = SlotOf(id);
+  if (slot == nullptr || slot->settled) return;
+  if (slot->late) EraseLate(late_, slot->lease->expires_at_us, id);
+  slot->result = s;
+  slot->settled = true;
+  slot->settled_at_us = now_us;
+  Recycle(std::move(slot->lease));
+  --open_;
+  if (slot->stored) List(*slot, number, id);  // its row goes
+  if (number == 0) other_settled_.emplace(now_us, id);
+}
+
+void LeaseBook::ForgetSettledBefore(int64_t cutoff_us) {
+  while (!ring_.empty() && ring_.front().settled &&
+         ring_.front().settled_at_us < cutoff_us) {
+    if (ring_.front().listed && ring_.front().stored) {
+      // Not drained yet: its row still has to go.
+      gone_.push_back(prefix_ + std::to_string(base_));
+    }
+    ring_.pop_front();
+    ++base_;
+    if (expiry_cursor_ > 0) --expiry_cursor_;
+  }
+  while (!other_settled_.empty() &&
+         other_settled_.begin()->first < cutoff_us) {
+    auto it = other_.find(other_settled_.begin()->second);
+    if (it != other_.end()) {
+      if (it->second.listed && it->second.stored) gone_.push_back(it->first);
+      other_.erase(it);
+    }
+    other_settled_.erase(other_settled_.begin());
+  }
+}
+
+void LeaseBook::AdvanceCursor() const {
+  while (expiry_cursor_ < ring_.size() &&
+         (ring_[expiry_cursor_].settled || ring_[expiry_cursor_].late)) {
+    ++expiry_cursor_;
+  }
+}
+
+Lease* LeaseBook::NextExpired(int64_t now_us) {
+  AdvanceCursor();
+  Lease* first = nullptr;
+  if (expiry_cursor_ < ring_.size()) first = ring_[expiry_cursor_].lease.get();
+  if (!late_.empty() &&
+      (first == nullptr || late_.begin()->first < first->expires_at_us)) {
+    first = Find(late_.begin()->second);
+  }
+  return first != nullptr && first->expires_at_us <= now_us ? first : nullptr;
+}
+
+int64_t LeaseBook::NextExpiryUs() const {
+  AdvanceCursor();
+  int64_t next = kNever;
+  if (expiry_cursor_ < ring_.size()) {
+    next = ring_[expiry_cursor_].lease->expires_at_us;
+  }
+  if (!late_.empty() && (next == kNever || late_.begin()->first < next)) {
+    next = late_.begin()->first;
+  }
+  return next;
+}
+
+void LeaseBook::ForEachOpen(const std::function<void(Lease&)>& f) {
+  for (Slot& slot : ring_) {
+    if (!slot.settled) f(*slot.lease);
+  }
+  for (auto& [id, slot] : other_) {
+    if (!slot.settled) f(*slot.lease);
+  }
+}
+
+bool LeaseBook::Drain(Batch* batch,
+                      const std::function<std::string(const Lease&)>& encode) {
+  bool any = false;
+  auto drain = [&](Slot& slot, const std::string& id) {
+    slot.listed = false;
+    if (!slot.settled) {
+      batch->leases_put.push_back(LeaseRow{id, encode(*slot.lease)});
+      slot.stored = true;
+      any = true;
+    } else if (slot.stored) {
+      batch->leases_deleted.push_back(id);
+      slot.stored = false;
+      any = true;
+    }
+  };
+  std::string id;
+  for (uint64_t number : dirty_own_) {
+    if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
+    Slot& slot = ring_[number - base_];
+    if (slot.settled) {
+      char digits[24];
+      auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
+      id.assign(prefix_).append(digits, end);
+      drain(slot, id);
+    } else {
+      drain(slot, slot.lease->id);
+    }
+  }
+  for (const std::string& other : dirty_other_) {
+    if (auto it = other_.find(other); it != other_.end()) drain(it->second, other);
+  }
+  for (std::string& gone : gone_) {
+    batch->leases_deleted.push_back(std::move(gone));
+    any = true;
+  }
+  dirty_own_.clear();
+  dirty_other_.clear();
+  gone_.clear();
+  return any;
+}
+
+}  // namespace brake

@@ -1,0 +1,115 @@
+// LeaseBook: the open leases, the settled ones kept for duplicate answers,
+// their expiry order and their dirty marks. Owned by the Engine; loop
+// thread only; pure (time is an argument).
+//
+// A lease of this run has the id prefix + N, N counting up from 1, and
+// lives in slot N of a ring: opening one appends, finding one parses N, so
+// neither hashes nor misses the cache however many are open (an
+// unordered_map of open leases did both). With one lease TTL, expiry order
+// is opening order, and the ring is also the expiry queue; a lease that
+// expires before one opened earlier (the TTL was shortened) goes to a small
+// ordered map instead. Once settled, a slot keeps only the settlement
+// (~64 bytes) until the front of the ring passes it, at least a TTL later.
+// Leases of earlier runs (restored at startup, other prefixes) and their
+// settlements live in a map beside the ring.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "budget/lease.h"
+#include "common/records.h"
+
+namespace brake {
+
+class LeaseBook {
+ public:
+  explicit LeaseBook(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  // A new open lease with its id and expiry set and every other field
+  // empty (a recycled object: its strings keep their capacity), listed for
+  // the next Drain. Valid until it is settled.
+  Lease& Open(int64_t expires_at_us);
+  // An earlier run's lease (its own prefix), listed for nothing: its row is
+  // stored. An id that parses as one of this run's numbers moves the
+  // numbering past it while no lease of this run exists yet.
+  void Restore(Lease lease);
+
+  // The open lease `id`, or nullptr.
+  Lease* Find(std::string_view id);
+  const Lease* Find(std::string_view id) const;
+  // The settlement of a lease settled within the duplicate window, or
+  // nullptr (never settled, unknown, or forgotten).
+  const Settlement* FindSettled(std::string_view id) const;
+  // Ends the open lease `id` with `s`; it answers duplicates from now on.
+  void Settle(const std::string& id, const Settlement& s, int64_t now_us);
+  // Lists an open lease for the next Drain (its row changed).
+  void MarkChanged(const std::string& id);
+  // Drops the settlements of leases settled before `cutoff_us` (those of
+  // this run only once every slot before them is settled too). A stored row
+  // not yet deleted by a Drain still is, by the next one.
+  void ForgetSettledBefore(int64_t cutoff_us);
+
+  // The open lease that expires first if it expires at or before now_us,
+  // else nullptr.
+  Lease* NextExpired(int64_t now_us);
+  // The earliest expiry of an open lease, or kNever.
+  int64_t NextExpiryUs() const;
+
+  size_t open() const { return open_; }
+  // Calls f(Lease&) for every open lease.
+  void ForEachOpen(const std::function<void(Lease&)>& f);
+
+  bool dirty() const {
+    return !dirty_own_.empty() || !dirty_other_.empty() || !gone_.empty();
+  }
+  // Puts listed open leases (encoded) and deletes the stored rows of listed
+  // settled ones into `batch`; a lease opened and settled between two
+  // drains was never stored and needs neither. True when it added a row.
+  bool Drain(Batch* batch,
+             const std::function<std::string(const Lease&)>& encode);
+
+ private:
+  struct Slot {
+    std::unique_ptr<Lease> lease;  // while open
+    Settlement result;             // once settled
+    int64_t settled_at_us = 0;
+    bool settled = false;
+    bool listed = false;  // in a dirty list
+    bool stored = false;  // a Drain put its row while it was open
+    bool late = false;    // its expiry is in late_
+  };
+
+  // This run's number of `id`, or 0 when it is not one of this run's ids.
+  uint64_t OwnNumber(std::string_view id) const;
+  Slot* OwnSlot(std::string_view id);
+  const Slot* OwnSlot(std::string_view id) const;
+  Slot* SlotOf(std::string_view id);
+  void List(Slot& slot, uint64_t number, const std::string& id);
+  void Recycle(std::unique_ptr<Lease> lease);
+  // Moves expiry_cursor_ to the first open in-order slot.
+  void AdvanceCursor() const;
+
+  std::string prefix_;
+  uint64_t base_ = 1;  // the number of ring_[0]
+  std::deque<Slot> ring_;
+  size_t open_ = 0;
+  int64_t last_expiry_us_ = INT64_MIN;  // of the last in-order lease opened
+  mutable size_t expiry_cursor_ = 0;    // index into ring_
+  std::multimap<int64_t, std::string> late_;  // out-of-order and restored
+  std::unordered_map<std::string, Slot> other_;  // earlier runs' leases
+  std::multimap<int64_t, std::string> other_settled_;  // settled_at -> id
+  std::vector<uint64_t> dirty_own_;
+  std::vector<std::string> dirty_other_;
+  std::vector<std::string> gone_;  // forgotten before Drain deleted their rows
+  std::vector<std::unique_ptr<Lease>> pool_;  // settled leases to reuse
+};
+
+}  // namespace brake

@@ -1,0 +1,204 @@
+#include "budget/lease_book.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "budget/limiter.h"
+
+namespace brake {
+namespace {
+
+constexpr int64_t kT0 = 1'000'000'000;
+constexpr int64_t kTtl = 60'000'000;
+
+std::string Encode(const Lease& l) { return l.id + "@" + l.user; }
+
+struct Drained {
+  std::vector<std::string> put;
+  std::vector<std::string> deleted;
+};
+
+Drained DrainOf(LeaseBook& book) {
+  Batch batch;
+  book.Drain(&batch, Encode);
+  Drained d;
+  for (const LeaseRow& row : batch.leases_put) d.put.push_back(row.json);
+  d.deleted = batch.leases_deleted;
+  return d;
+}
+
+using Ids = std::vector<std::string>;
+
+TEST_CASE("lease book: ids count up and are found by number",
+          "[lease_book]") {
+  LeaseBook book("run-");
+  Lease& a = book.Open(kT0 + kTtl);
+  CHECK(a.id == "run-1");
+  a.user = "alice";
+  CHECK(book.Open(kT0 + kTtl).id == "run-2");
+  CHECK(book.open() == 2);
+  REQUIRE(book.Find("run-1") != nullptr);
+  CHECK(book.Find("run-1")->user == "alice");
+  // Only the exact spelling of a number of this run names a lease.
+  for (const char* id : {"run-01", "run-", "run-1x", "run-3", "run-0",
+                         "walk-1", "run-18446744073709551617", ""}) {
+    INFO(id);
+    CHECK(book.Find(id) == nullptr);
+    CHECK(book.FindSettled(id) == nullptr);
+  }
+}
+
+TEST_CASE("lease book: settled leases answer duplicates until forgotten",
+          "[lease_book]") {
+  LeaseBook book("r");
+  book.Open(kT0 + kTtl);
+  book.Open(kT0 + kTtl);
+  book.Settle("r1", Settlement{70, 5, false}, kT0);
+  CHECK(book.Find("r1") == nullptr);
+  REQUIRE(book.FindSettled("r1") != nullptr);
+  CHECK(book.FindSettled("r1")->charged_tokens == 70);
+  CHECK(book.open() == 1);
+  book.Settle("r1", Settlement{1, 1, false}, kT0 + 1);  // no effect
+  CHECK(book.FindSettled("r1")->charged_tokens == 70);
+
+  book.ForgetSettledBefore(kT0);  // settled at kT0: not before it
+  CHECK(book.FindSettled("r1") != nullptr);
+  book.ForgetSettledBefore(kT0 + 1);
+  CHECK(book.FindSettled("r1") == nullptr);
+  CHECK(book.Find("r2") != nullptr);
+
+  SECTION("an open lease in front keeps later settlements") {
+    book.Open(kT0 + kTtl);  // r3
+    book.Settle("r3", Settlement{3, 0, false}, kT0);
+    book.ForgetSettledBefore(kT0 + 10);
+    CHECK(book.FindSettled("r3") != nullptr);  // r2 is still open
+    book.Settle("r2", Settlement{}, kT0 + 20);
+    book.ForgetSettledBefore(kT0 + 10);
+    CHECK(book.FindSettled("r2") != nullptr);  // settled after the cutoff
+    CHECK(book.FindSettled("r3") != nullptr);
+    book.ForgetSettledBefore(kT0 + 21);
+    CHECK(book.FindSettled("r2") == nullptr);
+    CHECK(book.FindSettled("r3") == nullptr);
+    CHECK(book.Open(kT0 + kTtl).id == "r4");  // numbering goes on
+  }
+}
+
+TEST_CASE("lease book: expiry in order, also after the TTL shrinks",
+          "[lease_book]") {
+  LeaseBook book("r");
+  CHECK(book.NextExpiryUs() == kNever);
+  CHECK(book.NextExpired(kT0 + 10 * kTtl) == nullptr);
+  book.Open(kT0 + 100);  // r1
+  book.Open(kT0 + 300);  // r2
+  book.Open(kT0 + 200);  // r3: a shorter TTL, out of order
+  book.Open(kT0 + 300);  // r4
+  CHECK(book.NextExpiryUs() == kT0 + 100);
+
+  std::vector<std::string> order;
+  while (Lease* l = book.NextExpired(kT0 + 1000)) {
+    order.push_back(l->id);
+    book.Settle(l->id, Settlement{}, kT0 + 1000);
+  }
+  CHECK(order == Ids{"r1", "r3", "r2", "r4"});
+  CHECK(book.NextExpiryUs() == kNever);
+
+  book.Open(kT0 + 2000);  // r5
+  book.Open(kT0 + 3000);  // r6
+  book.Settle("r5", Settlement{}, kT0 + 1500);  // settled before expiry
+  CHECK(book.NextExpiryUs() == kT0 + 3000);
+  CHECK(book.NextExpired(kT0 + 2999) == nullptr);
+  REQUIRE(book.NextExpired(kT0 + 3000) != nullptr);
+  CHECK(book.NextExpired(kT0 + 3000)->id == "r6");
+}
+
+TEST_CASE("lease book: drain puts open leases and deletes stored ones",
+          "[lease_book]") {
+  LeaseBook book("r");
+  book.Open(kT0 + kTtl).user = "a";  // r1
+  book.Open(kT0 + kTtl).user = "b";  // r2
+  book.Settle("r2", Settlement{}, kT0);  // opened and settled: never stored
+  CHECK(book.dirty());
+  Drained d = DrainOf(book);
+  CHECK(d.put == Ids{"r1@a"});
+  CHECK(d.deleted.empty());
+  CHECK_FALSE(book.dirty());
+
+  book.MarkChanged("r1");
+  book.MarkChanged("r1");  // listed once
+  CHECK(DrainOf(book).put == Ids{"r1@a"});
+
+  book.Settle("r1", Settlement{}, kT0 + 1);
+  d = DrainOf(book);
+  CHECK(d.put.empty());
+  CHECK(d.deleted == Ids{"r1"});
+  CHECK(DrainOf(book).deleted.empty());  // deleted once
+
+  SECTION("forgotten before a drain, its row still goes") {
+    book.Open(kT0 + kTtl).user = "c";  // r3
+    CHECK(DrainOf(book).put == Ids{"r3@c"});
+    book.Settle("r3", Settlement{}, kT0 + 2);
+    book.ForgetSettledBefore(kT0 + kTtl);
+    CHECK(book.FindSettled("r3") == nullptr);
+    CHECK(book.dirty());
+    CHECK(DrainOf(book).deleted == Ids{"r3"});
+  }
+}
+
+TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
+  LeaseBook book("new-");
+  Lease old;
+  old.id = "old-7";
+  old.user = "alice";
+  old.expires_at_us = kT0 + 50;
+  book.Restore(old);
+  Lease again = old;
+  again.user = "bob";
+  book.Restore(again);  // restored twice: the first stays
+  CHECK(book.open() == 1);
+  REQUIRE(book.Find("old-7") != nullptr);
+  CHECK(book.Find("old-7")->user == "alice");
+  CHECK_FALSE(book.dirty());  // its row is stored
+
+  book.Open(kT0 + 100);  // new-1
+  CHECK(book.NextExpiryUs() == kT0 + 50);
+  int seen = 0;
+  book.ForEachOpen([&](Lease&) { ++seen; });
+  CHECK(seen == 2);
+
+  Lease* first = book.NextExpired(kT0 + 100);
+  REQUIRE(first != nullptr);
+  CHECK(first->id == "old-7");
+  book.Settle("old-7", Settlement{9, 0, false}, kT0 + 100);
+  CHECK(book.FindSettled("old-7")->charged_tokens == 9);
+  Drained d = DrainOf(book);
+  CHECK(d.deleted == Ids{"old-7"});
+  CHECK(d.put.size() == 1);
+  book.ForgetSettledBefore(kT0 + 101);
+  CHECK(book.FindSettled("old-7") == nullptr);
+
+  SECTION("an id of this run's spelling moves the numbering past it") {
+    LeaseBook fresh("new-");
+    Lease mine;
+    mine.id = "new-41";
+    fresh.Restore(mine);
+    CHECK(fresh.Open(kT0).id == "new-42");
+    CHECK(fresh.open() == 2);
+  }
+}
+
+TEST_CASE("lease book: a recycled lease object gets a new id and expiry",
+          "[lease_book]") {
+  LeaseBook book("r");
+  Lease& a = book.Open(kT0 + kTtl);
+  a.user = "alice";
+  a.expires_at_us = kT0 + kTtl;
+  book.Settle("r1", Settlement{}, kT0);
+  Lease& b = book.Open(kT0 + 2 * kTtl);
+  CHECK(b.id == "r2");
+  CHECK(b.expires_at_us == kT0 + 2 * kTtl);
+  CHECK(book.Find("r1") == nullptr);
+}
+
+}  // namespace
+}  // namespace brake
