@@ -76,6 +76,7 @@ bool Engine::DeletePolicy(const std::string& scope) {
 }
 
 void Engine::FindDefaults() {
+  BumpLimitsGen();  // policies changed: subjects resolve theirs again
   default_user_ = GetPolicy("user:*");
   default_task_ = GetPolicy("task:*");
   default_resource_ = GetPolicy("resource:*");
@@ -118,31 +119,36 @@ const Policy* Engine::PolicyFor(const std::string& scope) const {
 Status Engine::SubjectScopes(const AcquireRequest& req,
                              std::vector<std::string>* scopes,
                              std::string* unknown_parent) const {
-  scopes->clear();
-  scopes->push_back("global");
-  scopes->push_back("user:" + req.user);
-  scopes->push_back("task:" + req.task);
+  // Fills the vector's existing strings, keeping their capacity.
+  size_t n = 0;
+  auto put = [&](std::string_view prefix, const std::string& name) {
+    if (n == scopes->size()) scopes->emplace_back();
+    (*scopes)[n++].assign(prefix).append(name);
+  };
+  put("global", "");
+  put("user:", req.user);
+  put("task:", req.task);
   // Ancestors: the recorded parent chain, or for a new task the named parent.
-  std::string parent;
+  const std::string* parent = &req.parent;
   if (auto it = tasks_.find(req.task); it != tasks_.end()) {
-    parent = it->second.parent;
-  } else {
-    parent = req.parent;
+    parent = &it->second.parent;
   }
-  while (!parent.empty()) {
-    if (scopes->size() - 3 >= kMaxTaskDepth) {
+  while (!parent->empty()) {
+    if (n - 3 >= kMaxTaskDepth) {
+      scopes->resize(n);
       return Status::BadRequest("parent: task tree deeper than " +
                                 std::to_string(kMaxTaskDepth));
     }
-    scopes->push_back("task:" + parent);
-    auto it = tasks_.find(parent);
+    put("task:", *parent);
+    auto it = tasks_.find(*parent);
     if (it == tasks_.end()) {
-      if (unknown_parent != nullptr) *unknown_parent = parent;
+      if (unknown_parent != nullptr) *unknown_parent = *parent;
       break;
     }
-    parent = it->second.parent;
+    parent = &it->second.parent;
   }
-  if (!req.resource.empty()) scopes->push_back("resource:" + req.resource);
+  if (!req.resource.empty()) put("resource:", req.resource);
+  scopes->resize(n);
   return Status::Ok();
 }
 
@@ -164,6 +170,7 @@ Limiter* Engine::Instance(std::string key, const std::string& scope,
     }
     if (!create) return nullptr;
     it->second = MakeLimiter(spec, now_us);
+    BumpLimitsGen();  // subjects' cached pointers to the old one are stale
     // Open leases charged the limiter just replaced, not this one: settling
     // them must neither refund nor release (a concurrency slot) here.
     leases_.ForEachOpen([&](Lease& lease) {
@@ -194,11 +201,32 @@ void Engine::CollectLimits(const std::vector<std::string>& scopes,
     const Policy* policy = PolicyFor(scope);
     if (policy == nullptr) continue;
     for (const LimitSpec& spec : policy->limits) {
-      std::string key = LimiterKey(scope, spec.name);
-      Limiter* limiter = Instance(key, scope, spec, now_us, create);
-      out->push_back(Applied{&scope, &spec, limiter, std::move(key)});
+      Limiter* limiter = Instance(LimiterKey(scope, spec.name), scope, spec,
+                                  now_us, create);
+      out->push_back(Applied{&scope, &spec, limiter});
     }
   }
+}
+
+void Engine::Resolve(const std::string& scope, Subject& s, int64_t now_us) {
+  if (s.limits_gen == limits_gen_) return;
+  s.policy = PolicyFor(scope);
+  if (s.policy != nullptr) {
+    const auto& limits = s.policy->limits;
+    for (size_t i = 0; i < limits.size() && i < kCachedLimiters; ++i) {
+      s.limiters[i] = Instance(scope, limits[i], now_us, /*create=*/true);
+    }
+  }
+  // Instance may have replaced one of them (and moved the generation on):
+  // these are current as of now.
+  s.limits_gen = limits_gen_;
+}
+
+void Engine::BumpLimitsGen() {
+  if (++limits_gen_ != 0) return;
+  // Wrapped: no subject may still hold a value that will come round again.
+  for (auto& [scope, subject] : subjects_) subject.limits_gen = 0;
+  limits_gen_ = 1;
 }
 
 Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
@@ -243,11 +271,27 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     want.usd_nano = EstimateUsdNano(*price, req.tokens);
   }
 
-  std::vector<std::string> scopes;
+  // Scratch vectors reused across calls: a steady state allocates nothing
+  // for them.
+  std::vector<std::string>& scopes = scratch_scopes_;
   if (Status s = SubjectScopes(req, &scopes); !s.ok()) return s;
-  for (const std::string& scope : scopes) Touch(scope, now_us, 0);
-  std::vector<Applied> applied;
-  CollectLimits(scopes, now_us, &applied, /*create=*/true);
+  std::vector<Subject*>& subjects = scratch_subjects_;
+  std::vector<Applied>& applied = scratch_applied_;
+  subjects.clear();
+  applied.clear();
+  for (const std::string& scope : scopes) {
+    Subject& subject = Touch(scope, now_us, 0);
+    subjects.push_back(&subject);
+    Resolve(scope, subject, now_us);
+    if (subject.policy == nullptr) continue;
+    const auto& limits = subject.policy->limits;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      Limiter* limiter = i < kCachedLimiters
+                             ? subject.limiters[i]
+                             : Instance(scope, limits[i], now_us, true);
+      applied.push_back(Applied{&scope, &limits[i], limiter});
+    }
+  }
 
   AcquireOutcome out;
   std::optional<Denial> worst;
@@ -295,23 +339,24 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     Applied& a = applied[i];
     int64_t amount = AmountFor(a.spec->resource, want);
     a.limiter->Charge(amount, now_us);
-    MarkUnsaved(a.key, a.limiter);
+    MarkUnsaved(*a.scope, a.spec->name, a.limiter);
     LeaseCharge& charge = lease.charges[i];
     charge.scope = *a.scope;
     charge.limit = a.spec->name;
     charge.resource = a.spec->resource;
     charge.amount = amount;
-    LimitUsage u = a.limiter->Usage(now_us);
+    charge.limiter = a.limiter;
     std::optional<int64_t>* slot =
         a.spec->resource == Resource::kRequests ? &out.remaining.requests
         : a.spec->resource == Resource::kTokens ? &out.remaining.tokens
                                                 : &out.remaining.usd_nano;
-    if (!a.spec->shadow && (!*slot || u.remaining < **slot)) {
-      *slot = u.remaining;
-    }
+    if (a.spec->shadow) continue;
+    int64_t remaining = a.limiter->Remaining(now_us);
+    if (!*slot || remaining < **slot) *slot = remaining;
   }
-  for (const std::string& scope : scopes) {
-    AddTotals(Touch(scope, now_us, 1).reserved, want, 1);
+  for (Subject* subject : subjects) {
+    ++subject->leases;
+    AddTotals(subject->reserved, want, 1);
   }
   if (new_task) {
     tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000};

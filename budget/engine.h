@@ -256,18 +256,25 @@ class Engine {
     std::string parent;
     int64_t created_ms = 0;
   };
+  // How many of a subject's limiters it keeps pointers to; a policy with
+  // more has the rest looked up by key on each acquire.
+  static constexpr size_t kCachedLimiters = 3;
   struct Subject {  // a subject in memory: one map entry holds it all
     int64_t used_us = 0;  // last acquire, settlement, reset or load
     int32_t leases = 0;   // open leases naming it: not evictable
+    // Its policy and the first limiters of it, in order, as resolved when
+    // the engine's limits_gen_ was limits_gen (0: never).
+    uint32_t limits_gen = 0;
     Totals spend;         // settled
     Totals reserved;      // held by open leases
+    const Policy* policy = nullptr;
+    Limiter* limiters[kCachedLimiters] = {};
     bool spend_unsaved = false;  // listed in dirty_spend_
   };
   struct Applied {  // one limit that applies to a request
     const std::string* scope;  // into the scopes CollectLimits was given
     const LimitSpec* spec;
     Limiter* limiter;  // nullptr when not yet instantiated
-    std::string key;
   };
 
   // The policy that governs a concrete subject scope: its own, else the
@@ -287,6 +294,10 @@ class Engine {
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
   void MarkUnsaved(const std::string& key, Limiter* limiter);
+  void MarkUnsaved(const std::string& scope, const std::string& name,
+                   Limiter* limiter);
+  // Brings `s.policy` and `s.limiters` up to date (instantiating them).
+  void Resolve(const std::string& scope, Subject& s, int64_t now_us);
   void MarkSpendUnsaved(const std::string& scope, Subject& subject);
   void RestoreTask(const TaskRow& row);
   void RestoreLimiter(const LimiterRow& row, int64_t now_us);
@@ -307,6 +318,15 @@ class Engine {
   int64_t lease_ttl_us_;
   uint64_t settlements_ = 0;
   uint64_t mutations_ = 0;
+
+  // Moves on whenever a limiter pointer cached on a subject may have gone
+  // stale: a policy set or deleted, a limiter replaced.
+  uint32_t limits_gen_ = 1;  // never 0, the value of "never resolved"
+  void BumpLimitsGen();
+  // Acquire's working vectors, kept for their capacity.
+  std::vector<std::string> scratch_scopes_;
+  std::vector<Subject*> scratch_subjects_;
+  std::vector<Applied> scratch_applied_;
 
   std::map<std::string, Policy> policies_;
   const Policy* default_user_ = nullptr;  // policies_["user:*"], stable

@@ -18,16 +18,18 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
   ++mutations_;
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
   for (const LeaseCharge& c : lease.charges) {
-    std::string key = LimiterKey(c.scope, c.limit);
-    auto it = limiters_.find(key);
-    if (it == limiters_.end()) continue;  // its policy is gone
-    Limiter* l = it->second.get();
+    Limiter* l = c.limiter;
+    if (l == nullptr) {  // a restored lease: look it up
+      auto it = limiters_.find(LimiterKey(c.scope, c.limit));
+      if (it == limiters_.end()) continue;  // its policy is gone
+      l = it->second.get();
+    }
     if (l->spec().resource == c.resource) {
       int64_t delta = AmountFor(c.resource, actual) - c.amount;
       if (delta != 0) l->Settle(delta, lease.granted_at_us, now_us);
     }
     l->Release(c.amount, now_us);
-    MarkUnsaved(key, l);
+    MarkUnsaved(c.scope, c.limit, l);
   }
   for (const std::string& scope : lease.scopes) {
     Subject& subject = Touch(scope, now_us, -1);
@@ -43,6 +45,13 @@ void Engine::MarkUnsaved(const std::string& key, Limiter* limiter) {
   if (limiter->unsaved) return;
   limiter->unsaved = true;
   dirty_limiters_.push_back(key);
+}
+
+void Engine::MarkUnsaved(const std::string& scope, const std::string& name,
+                         Limiter* limiter) {
+  if (limiter->unsaved) return;  // the key is built once per drain at most
+  limiter->unsaved = true;
+  dirty_limiters_.push_back(LimiterKey(scope, name));
 }
 
 void Engine::MarkSpendUnsaved(const std::string& scope, Subject& subject) {

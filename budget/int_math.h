@@ -39,6 +39,10 @@ constexpr int64_t MsToUs(int64_t ms) { return SatMul(ms, kUsPerMs); }
 
 // Floor division (rounds towards minus infinity); `d` > 0.
 constexpr __int128 FloorDiv128(__int128 n, __int128 d) {
+  if (n >= 0 && n <= kMax && d <= kMax) {
+    // The usual case, in one 64-bit division instead of a 128-bit call.
+    return static_cast<int64_t>(n) / static_cast<int64_t>(d);
+  }
   __int128 q = n / d;
   if ((n % d != 0) && (n < 0)) --q;
   return q;
@@ -46,6 +50,10 @@ constexpr __int128 FloorDiv128(__int128 n, __int128 d) {
 
 // Ceiling division; `d` > 0.
 constexpr __int128 CeilDiv128(__int128 n, __int128 d) {
+  if (n >= 0 && n <= kMax && d <= kMax) {  // as in FloorDiv128
+    const int64_t q = static_cast<int64_t>(n) / static_cast<int64_t>(d);
+    return q + (q * static_cast<int64_t>(d) != static_cast<int64_t>(n));
+  }
   return -FloorDiv128(-n, d);
 }
 

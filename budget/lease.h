@@ -13,11 +13,17 @@
 
 namespace brake {
 
+class Limiter;
+
 struct LeaseCharge {
   std::string scope;  // concrete scope of the limiter, e.g. "user:alice"
   std::string limit;  // limit name
   Resource resource = Resource::kRequests;
   int64_t amount = 0;  // what was charged, in resource units
+  // The engine's limiter, while it holds one (not stored; nullptr after a
+  // restore). Valid while the lease is open: a subject with an open lease
+  // is never evicted, and replacing a limiter removes its charges.
+  Limiter* limiter = nullptr;
 };
 
 struct Lease {

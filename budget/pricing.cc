@@ -33,8 +33,4 @@ int64_t CostUsdNano(const Price& price, int64_t input_tokens,
                   Cost(output_tokens, price.output_nano_per_mtok));
 }
 
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return Clamp128(static_cast<__int128>(a) + b);
-}
-
 }  // namespace brake

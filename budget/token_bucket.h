@@ -31,6 +31,7 @@ class TokenBucket final : public Limiter {
   // Permits are fungible, so `charged_at_us` does not matter.
   void Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) override;
   LimitUsage Usage(int64_t now_us) override;
+  int64_t Remaining(int64_t now_us) override { return StoredPermits(now_us); }
   void Reset(int64_t now_us) override;
   // {empty_at_us}.
   std::vector<int64_t> SaveState() const override;

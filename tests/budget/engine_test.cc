@@ -755,5 +755,37 @@ TEST_CASE("engine: concurrency counts open leases", "[engine]") {
   }
 }
 
+TEST_CASE("engine: every limit of a long policy is checked and charged",
+          "[engine]") {
+  // More limits than a subject keeps pointers to (Engine::kCachedLimiters):
+  // the later ones are looked up on each acquire.
+  Engine e("L", kTtlUs);
+  std::vector<LimitSpec> limits;
+  for (int i = 1; i <= 5; ++i) {
+    limits.push_back(
+        QuotaSpec("q" + std::to_string(i), Resource::kRequests, 10 - i));
+  }
+  e.SetPolicy("user:*", MakePolicy(limits));
+  for (int n = 0; n < 5; ++n) Grant(e, Req("alice", "t1"), kT0);
+  Denial d = Deny(e, Req("alice", "t1"), kT0);
+  CHECK(d.limit == "q5");
+  for (int i = 1; i <= 5; ++i) {
+    INFO(i);
+    CHECK(UsageOf(e, "user:alice", "user:alice", "q" + std::to_string(i), kT0)
+              .used == 5);
+  }
+  // A new policy reaches subjects already resolved, first limits and last.
+  limits[0].limit = 5;
+  limits[4].limit = 100;
+  e.SetPolicy("user:*", MakePolicy(limits));
+  CHECK(Deny(e, Req("alice", "t1"), kT0).limit == "q1");
+  limits[0].limit = 100;
+  limits[3].limit = 100;
+  e.SetPolicy("user:*", MakePolicy(limits));
+  Grant(e, Req("alice", "t1"), kT0);
+  Grant(e, Req("alice", "t1"), kT0);
+  CHECK(Deny(e, Req("alice", "t1"), kT0).limit == "q3");  // 7 of 7
+}
+
 }  // namespace
 }  // namespace brake

@@ -105,6 +105,10 @@ TEST_CASE("every limiter: common contract", "[budget]") {
     // Usage is consistent.
     LimitUsage u = l->Usage(now);
     REQUIRE(u.used + u.remaining == u.limit);
+    REQUIRE(l->Remaining(now) == u.remaining);
+    for (int64_t later : {now + 1, now + 333'333, now + int64_t{86'400'000'000}}) {
+      REQUIRE(l->Remaining(later) == l->Usage(later).remaining);
+    }
 
     // Reset makes it new again.
     l->Reset(now);
