@@ -66,12 +66,12 @@ void ScopeFilter::Add(std::string_view scope) {
 }
 
 bool ScopeFilter::MaybeContains(std::string_view scope) const {
-  return Test(Hash(scope));
+  return !empty() && Test(Hash(scope));
 }
 
 bool ScopeFilter::MaybeContains(std::string_view prefix,
                                 std::string_view name) const {
-  return Test(Finish(Fnv(Fnv(kFnvBasis, prefix), name)));
+  return !empty() && Test(Finish(Fnv(Fnv(kFnvBasis, prefix), name)));
 }
 
 bool ScopeFilter::Test(uint64_t h) const {

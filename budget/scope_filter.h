@@ -29,6 +29,7 @@ class ScopeFilter {
   // The same for the scope `prefix` + `name`, without building it.
   bool MaybeContains(std::string_view prefix, std::string_view name) const;
   size_t bytes() const;
+  bool empty() const { return layers_.size() == 1 && layers_[0].count == 0; }
   size_t layers() const { return layers_.size(); }
 
  private:

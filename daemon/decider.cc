@@ -103,6 +103,11 @@ void Decider::Touch(const std::string& scope, breaker::Breaker* b,
 
 Result<AcquireOutcome> Decider::Acquire(const AcquireRequest& request,
                                         uint64_t conn, int64_t now_us) {
+  // No breaker exists and no policy makes one: For() would find none for
+  // any scope, so skip building the scopes to ask.
+  if (specs_.empty() && breakers_.empty()) {
+    return engine_->Acquire(request, now_us);
+  }
   std::vector<std::string> scopes;
   if (Status s = engine_->ScopesFor(request, &scopes); !s.ok()) return s;
   struct Asked {

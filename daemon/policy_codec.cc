@@ -1,5 +1,6 @@
 #include "daemon/policy_codec.h"
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -251,19 +252,24 @@ namespace {
 
 void AppendString(std::string* out, std::string_view v) {
   out->push_back('"');
-  for (char ch : v) {
-    unsigned char c = static_cast<unsigned char>(ch);
+  // Runs of bytes that need no escape are appended whole (requests were
+  // parsed as UTF-8, so these bytes are too).
+  size_t run = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c != '"' && c != '\\' && c >= 0x20) continue;
+    out->append(v.data() + run, i - run);
+    run = i + 1;
     if (c == '"' || c == '\\') {
       out->push_back('\\');
-      out->push_back(ch);
-    } else if (c < 0x20) {
+      out->push_back(static_cast<char>(c));
+    } else {
       char buf[8];
       std::snprintf(buf, sizeof(buf), "\\u%04x", c);
       out->append(buf);
-    } else {
-      out->push_back(ch);  // requests were parsed as UTF-8, so this is too
     }
   }
+  out->append(v.data() + run, v.size() - run);
   out->push_back('"');
 }
 
@@ -278,7 +284,8 @@ void AppendField(std::string* out, const char* key, int64_t v) {
   out->push_back(',');
   AppendString(out, key);
   out->push_back(':');
-  out->append(std::to_string(v));
+  char digits[24];
+  out->append(digits, std::to_chars(digits, digits + sizeof(digits), v).ptr);
 }
 
 }  // namespace
@@ -317,7 +324,9 @@ std::string EncodeLease(const Lease& l) {
     out.push_back(',');
     AppendString(&out, ResourceName(c.resource));
     out.push_back(',');
-    out.append(std::to_string(c.amount));
+    char digits[24];
+    out.append(digits,
+               std::to_chars(digits, digits + sizeof(digits), c.amount).ptr);
     out.push_back(']');
   }
   out += "]}";

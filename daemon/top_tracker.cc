@@ -9,6 +9,28 @@ namespace brake {
 SubjectCounter::SubjectCounter(size_t capacity)
     : capacity_(std::max<size_t>(1, capacity)) {}
 
+void SubjectCounter::Link(Entry* e, int64_t rank, Buckets::iterator hint) {
+  Buckets::iterator b = hint != buckets_.end() && hint->first == rank
+                            ? hint
+                            : buckets_.emplace_hint(hint, rank, Bucket{});
+  e->bucket = b;
+  e->next = nullptr;
+  e->prev = b->second.tail;
+  if (e->prev != nullptr) {
+    e->prev->next = e;
+  } else {
+    b->second.head = e;
+  }
+  b->second.tail = e;
+}
+
+void SubjectCounter::Unlink(Entry* e) {
+  Bucket& b = e->bucket->second;
+  (e->prev != nullptr ? e->prev->next : b.head) = e->next;
+  (e->next != nullptr ? e->next->prev : b.tail) = e->prev;
+  if (b.head == nullptr) buckets_.erase(e->bucket);
+}
+
 void SubjectCounter::Record(const std::string& subject, bool granted,
                             int64_t tokens, int64_t usd_nano) {
   auto it = by_subject_.find(subject);
@@ -17,21 +39,18 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
     if (by_subject_.size() >= capacity_) {
       // Full: the lowest rank makes room, and the newcomer inherits it (it
       // may have been as busy as that before it was seen).
-      auto lowest = by_rank_.begin();
-      inherited = lowest->first;
-      std::string gone(lowest->second);
-      by_rank_.erase(lowest);
-      by_subject_.erase(gone);
+      Entry* gone = buckets_.begin()->second.head;
+      inherited = buckets_.begin()->first;
+      Unlink(gone);
+      by_subject_.erase(by_subject_.find(gone->activity.subject));
     }
-    it = by_subject_.emplace(subject, SubjectActivity{}).first;
-    it->second.subject = subject;
-    it->second.uncounted_max = inherited;
-    by_rank_.emplace(RankOf(it->second), it->first);
+    it = by_subject_.emplace(subject, Entry{}).first;
+    it->second.activity.subject = subject;
+    it->second.activity.uncounted_max = inherited;
+    Link(&it->second, inherited, buckets_.lower_bound(inherited));
   }
-  SubjectActivity& a = it->second;
-  // Re-key the rank in place: extract and reinsert the same node, so a
-  // known subject costs no allocation.
-  auto node = by_rank_.extract(Rank{RankOf(a), it->first});
+  Entry& e = it->second;
+  SubjectActivity& a = e.activity;
   if (granted) {
     a.grants = SaturatingAdd(a.grants, 1);
     a.tokens = SaturatingAdd(a.tokens, std::max<int64_t>(0, tokens));
@@ -39,8 +58,12 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
   } else {
     a.denials = SaturatingAdd(a.denials, 1);
   }
-  node.value().first = RankOf(a);
-  by_rank_.insert(std::move(node));
+  const int64_t rank = RankOf(a);
+  if (rank == e.bucket->first) return;  // saturated
+  // One up: the next bucket, or a new one just after this.
+  Buckets::iterator next = std::next(e.bucket);
+  Unlink(&e);
+  Link(&e, rank, next);
 }
 
 std::vector<SubjectActivity> SubjectCounter::Top(
@@ -54,17 +77,19 @@ std::vector<SubjectActivity> SubjectCounter::Top(
   // query costs about `limit` steps, not the whole table.
   std::vector<const SubjectActivity*> best;  // a heap, least busy in front
   if (limit == 0) return {};
-  for (auto r = by_rank_.rbegin(); r != by_rank_.rend(); ++r) {
+  for (auto r = buckets_.rbegin(); r != buckets_.rend(); ++r) {
     if (best.size() == limit && r->first < best.front()->activity()) break;
-    const SubjectActivity& a = by_subject_.at(std::string(r->second));
-    if (keep && !keep(a.subject)) continue;
-    if (best.size() < limit) {
-      best.push_back(&a);
-      std::push_heap(best.begin(), best.end(), busier);
-    } else if (busier(&a, best.front())) {
-      std::pop_heap(best.begin(), best.end(), busier);
-      best.back() = &a;
-      std::push_heap(best.begin(), best.end(), busier);
+    for (const Entry* e = r->second.head; e != nullptr; e = e->next) {
+      const SubjectActivity& a = e->activity;
+      if (keep && !keep(a.subject)) continue;
+      if (best.size() < limit) {
+        best.push_back(&a);
+        std::push_heap(best.begin(), best.end(), busier);
+      } else if (busier(&a, best.front())) {
+        std::pop_heap(best.begin(), best.end(), busier);
+        best.back() = &a;
+        std::push_heap(best.begin(), best.end(), busier);
+      }
     }
   }
   std::sort(best.begin(), best.end(), busier);

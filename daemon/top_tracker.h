@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <set>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -61,14 +61,33 @@ class SubjectCounter {
   size_t capacity() const { return capacity_; }
 
  private:
-  using Rank = std::pair<int64_t, std::string_view>;  // view of the map's key
+  // Space-saving's stream summary: subjects in buckets of equal rank, the
+  // buckets ordered by rank. A Record moves its subject one bucket up, next
+  // to where it was, so it costs one hash lookup and no string compares.
+  struct Entry;
+  struct Bucket {
+    Entry* head = nullptr;  // the longest in this bucket: evicted first
+    Entry* tail = nullptr;
+  };
+  using Buckets = std::map<int64_t, Bucket>;  // by rank, lowest first
+  struct Entry {
+    SubjectActivity activity;
+    Buckets::iterator bucket;
+    Entry* prev = nullptr;
+    Entry* next = nullptr;
+  };
   static int64_t RankOf(const SubjectActivity& a) {
     return a.uncounted_max + a.activity();
   }
+  // Appends `e` to the bucket of `rank` (made when missing; `hint` is
+  // where it would go).
+  void Link(Entry* e, int64_t rank, Buckets::iterator hint);
+  // Takes `e` out of its bucket, dropping the bucket when it empties.
+  void Unlink(Entry* e);
 
   size_t capacity_;
-  std::unordered_map<std::string, SubjectActivity> by_subject_;
-  std::set<Rank> by_rank_;  // lowest first: the next to go
+  std::unordered_map<std::string, Entry> by_subject_;
+  Buckets buckets_;
 };
 
 enum class TopKind { kUser, kTask, kResource };

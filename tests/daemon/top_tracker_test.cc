@@ -1,6 +1,7 @@
 // TopTracker: bounded counting of the busiest subjects (space-saving).
 #include "daemon/top_tracker.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>
@@ -155,6 +156,72 @@ TEST_CASE("top tracker: one acquire counts under its user, task and resource",
   REQUIRE(resource.size() == 1);  // only the acquire that named one
   CHECK(resource[0].denials == 1);
   CHECK(resource[0].grants == 0);
+}
+
+TEST_CASE("top tracker: matches a plain model of space-saving", "[top]") {
+  // The model keeps a list and scans it: the lowest rank goes first, among
+  // equal ranks the one that reached its rank first.
+  struct Model {
+    SubjectActivity a;
+    int64_t since = 0;  // when it reached its current rank
+  };
+  std::vector<Model> model;
+  const size_t capacity = 7;
+  SubjectCounter c(capacity);
+  std::mt19937 rng(7);
+  for (int64_t step = 1; step <= 20'000; ++step) {
+    // A skewed mix: a few busy subjects and many occasional ones.
+    int pick = static_cast<int>(rng() % 100);
+    std::string subject = pick < 60 ? "busy" + std::to_string(pick % 4)
+                                    : "rare" + std::to_string(rng() % 40);
+    bool granted = rng() % 3 != 0;
+    c.Record(subject, granted, 5, 1);
+    auto it = std::find_if(model.begin(), model.end(), [&](const Model& m) {
+      return m.a.subject == subject;
+    });
+    if (it == model.end()) {
+      int64_t inherited = 0;
+      if (model.size() >= capacity) {
+        auto low = std::min_element(
+            model.begin(), model.end(), [](const Model& x, const Model& y) {
+              int64_t rx = x.a.uncounted_max + x.a.activity();
+              int64_t ry = y.a.uncounted_max + y.a.activity();
+              return rx != ry ? rx < ry : x.since < y.since;
+            });
+        inherited = low->a.uncounted_max + low->a.activity();
+        model.erase(low);
+      }
+      Model m;
+      m.a.subject = subject;
+      m.a.uncounted_max = inherited;
+      model.push_back(m);
+      it = model.end() - 1;
+    }
+    (granted ? it->a.grants : it->a.denials) += 1;
+    if (granted) {
+      it->a.tokens += 5;
+      it->a.usd_nano += 1;
+    }
+    it->since = step;
+    if (step % 97 == 0 || step == 20'000) {
+      std::vector<SubjectActivity> want;
+      for (const Model& m : model) want.push_back(m.a);
+      std::sort(want.begin(), want.end(), [](const auto& x, const auto& y) {
+        if (x.activity() != y.activity()) return x.activity() > y.activity();
+        return x.subject < y.subject;
+      });
+      auto got = c.Top(capacity);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO("step " << step << " row " << i);
+        REQUIRE(got[i].subject == want[i].subject);
+        REQUIRE(got[i].grants == want[i].grants);
+        REQUIRE(got[i].denials == want[i].denials);
+        REQUIRE(got[i].uncounted_max == want[i].uncounted_max);
+        REQUIRE(got[i].tokens == want[i].tokens);
+      }
+    }
+  }
 }
 
 }  // namespace
