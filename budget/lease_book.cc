@@ -216,7 +216,8 @@ bool LeaseBook::Drain(Batch* batch,
   auto drain = [&](Slot& slot, const std::string& id) {
     slot.listed = false;
     if (!slot.settled) {
-      batch->leases_put.push_back(LeaseRow{id, encode(*slot.lease)});
+      batch->leases_put.push_back(
+          LeaseRow{id, encode(*slot.lease), /*fresh=*/!slot.stored});
       slot.stored = true;
       any = true;
     } else if (slot.stored) {

@@ -43,6 +43,8 @@ struct SpendRow {
 struct LeaseRow {
   std::string id;
   std::string json;  // the daemon's serialized lease
+  // Never put before: the store need not look for an earlier row of it.
+  bool fresh = false;
 };
 
 struct BreakerRow {

@@ -76,6 +76,21 @@ CREATE INDEX ledger_user_task ON ledger(user, task);
 ALTER TABLE ledger ADD COLUMN lease TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX ledger_lease ON ledger(lease) WHERE lease <> '';
 )sql",
+    // 2 -> 3: open leases are stored many to a row (storage/lease_chunks.h):
+    // one "ID\tJSON" line each, with a hex bitmap of the lines settled
+    // since. The rows of the old table become one chunk.
+    R"sql(
+CREATE TABLE lease_chunks(
+  id INTEGER PRIMARY KEY,
+  leases TEXT NOT NULL,
+  settled TEXT NOT NULL
+) STRICT;
+INSERT INTO lease_chunks(id, leases, settled)
+  SELECT 1, (SELECT group_concat(id || char(9) || json, char(10)) FROM leases),
+         ''
+  WHERE EXISTS (SELECT 1 FROM leases);
+DROP TABLE leases;
+)sql",
 };
 
 // Ends the open transaction, if SQLite has not already ended it itself (it
@@ -90,6 +105,8 @@ void RollbackIfOpen(sqlite3* db) {
 }  // namespace
 
 int KnownSchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+std::span<const char* const> Migrations() { return kMigrations; }
 
 Result<int64_t> ReadSchemaVersion(sqlite3* db) {
   return QueryInt(db, "PRAGMA user_version", "reading schema version");

@@ -35,6 +35,8 @@ Status CheckSchemaNotNewer(int64_t version, int64_t known);
 // migration. Exposed with the script list as a parameter for tests.
 Status ApplyMigrations(sqlite3* db, std::span<const char* const> scripts);
 
+// brake's own scripts, in order (for tests that build an older database).
+std::span<const char* const> Migrations();
 // ApplyMigrations with brake's own scripts.
 Status MigrateToLatest(sqlite3* db);
 

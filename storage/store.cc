@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "storage/int_list.h"
+#include "storage/lease_chunks.h"
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
 #include "storage/subjects.h"
@@ -123,8 +124,7 @@ struct Store::Impl {
   Statement spend_delete;
   Statement spend_kind_delete;
   Statement spend_put;
-  Statement lease_delete;
-  Statement lease_put;
+  storage::LeaseChunks leases;
   Statement breaker_delete;
   Statement breaker_put;
   Statement price_put;
@@ -176,10 +176,6 @@ Status Store::Impl::PrepareAll() {
        "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope) DO UPDATE SET "
        "requests = excluded.requests, tokens = excluded.tokens, "
        "usd_nano = excluded.usd_nano"},
-      {&lease_delete, "DELETE FROM leases WHERE id = ?1"},
-      {&lease_put,
-       "INSERT INTO leases(id, json) VALUES(?1, ?2) "
-       "ON CONFLICT(id) DO UPDATE SET json = excluded.json"},
       {&breaker_delete, "DELETE FROM breakers WHERE scope = ?1"},
       {&breaker_put,
        "INSERT INTO breakers(scope, state) VALUES(?1, ?2) "
@@ -201,7 +197,7 @@ Status Store::Impl::PrepareAll() {
     if (!prepared.ok()) return prepared.status();
     *stmt = std::move(*prepared);
   }
-  return Status::Ok();
+  return leases.Prepare(db());
 }
 
 // Runs inside Apply's transaction; stops at the first failing row.
@@ -249,15 +245,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
     spend_put.BindInt(4, row.usd_nano);
     if (!(s = spend_put.Run("put spend", row.scope)).ok()) return s;
   }
-  for (const std::string& id : b.leases_deleted) {
-    lease_delete.BindText(1, id);
-    if (!(s = lease_delete.Run("delete lease", id)).ok()) return s;
-  }
-  for (const LeaseRow& row : b.leases_put) {
-    lease_put.BindText(1, row.id);
-    lease_put.BindText(2, row.json);
-    if (!(s = lease_put.Run("put lease", row.id)).ok()) return s;
-  }
+  if (!(s = leases.Write(b.leases_deleted, b.leases_put)).ok()) return s;
   for (const std::string& scope : b.breakers_deleted) {
     breaker_delete.BindText(1, scope);
     if (!(s = breaker_delete.Run("delete breaker", scope)).ok()) return s;
@@ -350,11 +338,6 @@ Status Store::Impl::LoadInto(Snapshot* out, bool with_subjects) {
          return Status::Ok();
        },
        true},
-      {"SELECT id, json FROM leases ORDER BY id",
-       [](const Statement& r, Snapshot* s) {
-         s->leases.push_back({r.ColumnText(0), r.ColumnText(1)});
-         return Status::Ok();
-       }},
       {"SELECT scope, state FROM breakers ORDER BY scope",
        [](const Statement& r, Snapshot* s) {
          BreakerRow row{r.ColumnText(0), {}};
@@ -379,7 +362,7 @@ Status Store::Impl::LoadInto(Snapshot* out, bool with_subjects) {
         "load", [&](const Statement& row) { return reader.read(row, out); });
     if (!s.ok()) return s;
   }
-  return Status::Ok();
+  return leases.Load(&out->leases);
 }
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -460,7 +443,11 @@ Status Store::Apply(const Batch& batch) {
   // COMMIT returns only after the WAL is synced (synchronous=FULL); any
   // error here, a failed fsync included, means not durable.
   if (s.ok()) s = impl_->commit.Run("commit");
-  if (s.ok()) return Status::Ok();
+  if (s.ok()) {
+    impl_->leases.Commit();
+    return Status::Ok();
+  }
+  impl_->leases.Abandon();
   const int rc = sqlite3_extended_errcode(db);  // before ROLLBACK resets it
   s = RollBack(db, std::move(s));
   if (IsFatal(rc)) impl_->fatal = s.message();

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/schema.h"
 #include "storage/store.h"
 #include "storage/test_support.h"
 
@@ -20,11 +21,53 @@ TEST_CASE("A new database is migrated to the newest schema", "[storage]") {
   CHECK(*QueryRawInt(path,
                      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                      "AND name IN ('policies', 'tasks', 'limiters', 'spend', "
-                     "'leases', 'breakers', 'prices', 'ledger')") == 8);
+                     "'lease_chunks', 'breakers', 'prices', 'ledger')") == 8);
   CHECK(*QueryRawInt(path,
                      "SELECT count(*) FROM sqlite_schema WHERE type = 'index' "
                      "AND name IN ('ledger_user_time', 'ledger_user_task')") ==
         2);
+}
+
+TEST_CASE("Lease rows of schema 2 become one chunk and load unchanged",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("v2.db");
+  auto all = Migrations();
+  REQUIRE(all.size() >= 3);
+  REQUIRE(MigrateRawForTest(path, {all[0], all[1]}).ok());
+  REQUIRE(ExecRawSql(path,
+                     "INSERT INTO leases(id, json) VALUES "
+                     "('a-1', '{\"id\":\"a-1\"}'), ('a-2', '{\"n\":2}'), "
+                     "('b-7', '{}')")
+              .ok());
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  CHECK(*QueryRawInt(path, "PRAGMA user_version") == Store::SchemaVersion());
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_chunks") == 1);
+  auto snapshot = (*store)->Load();
+  REQUIRE(snapshot.ok());
+  std::vector<std::string> rows;
+  for (const LeaseRow& r : snapshot->leases) rows.push_back(r.id + "=" + r.json);
+  CHECK(rows == std::vector<std::string>{"a-1={\"id\":\"a-1\"}",
+                                         "a-2={\"n\":2}", "b-7={}"});
+  // Settling one of them is a bit in that chunk; the last one deletes it.
+  Batch b;
+  b.leases_deleted = {"a-2"};
+  REQUIRE((*store)->Apply(b).ok());
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_chunks") == 1);
+  b.leases_deleted = {"a-1", "b-7"};
+  REQUIRE((*store)->Apply(b).ok());
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_chunks") == 0);
+}
+
+TEST_CASE("A database of schema 2 without leases gets no chunk",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("v2e.db");
+  auto all = Migrations();
+  REQUIRE(MigrateRawForTest(path, {all[0], all[1]}).ok());
+  REQUIRE(Store::Open(path).ok());
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_chunks") == 0);
 }
 
 TEST_CASE("Migrations run in order, one transaction each", "[storage]") {

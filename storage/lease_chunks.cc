@@ -1,0 +1,236 @@
+#include "storage/lease_chunks.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+namespace brake::storage {
+namespace {
+
+bool Bit(const std::vector<uint64_t>& bits, uint32_t i) {
+  return i / 64 < bits.size() && (bits[i / 64] >> (i % 64) & 1) != 0;
+}
+
+void SetBit(std::vector<uint64_t>* bits, uint32_t i) {
+  if (i / 64 >= bits->size()) bits->resize(i / 64 + 1, 0);
+  (*bits)[i / 64] |= uint64_t{1} << (i % 64);
+}
+
+// The bitmap as hex digits, bit i in digit i / 4 (value 1 << i % 4); digits
+// after the last set bit are left out, so "" is "none settled".
+void EncodeBits(const std::vector<uint64_t>& bits, uint32_t lines,
+                std::string* out) {
+  static const char kHex[] = "0123456789abcdef";
+  out->clear();
+  size_t keep = 0;
+  for (uint32_t d = 0; d * 4 < lines; ++d) {
+    unsigned v = 0;
+    for (uint32_t b = 0; b < 4; ++b) v |= Bit(bits, d * 4 + b) ? 1u << b : 0;
+    out->push_back(kHex[v]);
+    if (v != 0) keep = out->size();
+  }
+  out->resize(keep);
+}
+
+bool DecodeBits(std::string_view hex, std::vector<uint64_t>* bits) {
+  bits->clear();
+  for (uint32_t d = 0; d < hex.size(); ++d) {
+    char c = hex[d];
+    unsigned v = c >= '0' && c <= '9'   ? c - '0'
+                 : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                        : 16;
+    if (v == 16) return false;
+    for (uint32_t b = 0; b < 4; ++b) {
+      if (v >> b & 1) SetBit(bits, d * 4 + b);
+    }
+  }
+  return true;
+}
+
+Status Malformed(int64_t chunk) {
+  return Status::Unavailable("storage: malformed lease_chunks row " +
+                             std::to_string(chunk));
+}
+
+}  // namespace
+
+Status LeaseChunks::Prepare(sqlite3* db) {
+  db_ = db;
+  const std::pair<Statement*, const char*> table[] = {
+      {&insert_,
+       "INSERT INTO lease_chunks(id, leases, settled) VALUES(?1, ?2, ?3) "
+       "ON CONFLICT(id) DO UPDATE SET leases = excluded.leases, "
+       "settled = excluded.settled"},
+      {&update_, "UPDATE lease_chunks SET settled = ?2 WHERE id = ?1"},
+      {&delete_, "DELETE FROM lease_chunks WHERE id = ?1"},
+  };
+  for (const auto& [stmt, sql] : table) {
+    Result<Statement> prepared = Statement::Prepare(db, sql);
+    if (!prepared.ok()) return prepared.status();
+    *stmt = std::move(*prepared);
+  }
+  return Status::Ok();
+}
+
+Status LeaseChunks::Load(std::vector<LeaseRow>* out) {
+  out->clear();
+  Status s = Rebuild(out);
+  std::sort(out->begin(), out->end(),
+            [](const LeaseRow& a, const LeaseRow& b) { return a.id < b.id; });
+  return s;
+}
+
+Status LeaseChunks::Rebuild(std::vector<LeaseRow>* out) {
+  index_.clear();
+  chunks_.clear();
+  undo_pos_.clear();
+  undo_chunks_.clear();
+  next_id_ = 1;
+  loaded_ = false;
+  Result<Statement> select = Statement::Prepare(
+      db_, "SELECT id, leases, settled FROM lease_chunks ORDER BY id");
+  if (!select.ok()) return select.status();
+  Status s = select->ForEachRow("load leases", [&](const Statement& row) {
+    const int64_t id = row.ColumnInt(0);
+    if (id <= 0) return Malformed(id);
+    const std::string text = row.ColumnText(1);
+    Chunk chunk;
+    if (!DecodeBits(row.ColumnText(2), &chunk.settled)) return Malformed(id);
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      size_t end = rest.find('\n');
+      std::string_view line = rest.substr(0, end);
+      rest = end == std::string_view::npos ? "" : rest.substr(end + 1);
+      size_t tab = line.find('\t');
+      if (tab == std::string_view::npos) return Malformed(id);
+      const uint32_t n = chunk.lines++;
+      if (Bit(chunk.settled, n)) continue;
+      ++chunk.open;
+      index_.Set(line.substr(0, tab), LeasePos{id, n});
+      if (out != nullptr) {
+        out->push_back(LeaseRow{std::string(line.substr(0, tab)),
+                                std::string(line.substr(tab + 1))});
+      }
+    }
+    chunks_[id] = std::move(chunk);
+    next_id_ = std::max(next_id_, id + 1);
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    index_.clear();
+    chunks_.clear();
+    return s;
+  }
+  loaded_ = true;
+  return Status::Ok();
+}
+
+LeaseChunks::Chunk& LeaseChunks::Change(int64_t id) {
+  auto it = chunks_.find(id);
+  if (!undo_chunks_.count(id)) {
+    undo_chunks_[id] = it != chunks_.end() ? std::optional<Chunk>(it->second)
+                                           : std::nullopt;
+  }
+  return it != chunks_.end() ? it->second : chunks_[id];
+}
+
+void LeaseChunks::SetPos(const std::string& id, std::optional<LeasePos> pos) {
+  undo_pos_.emplace_back(id, index_.Find(id));
+  index_.Set(id, pos);
+}
+
+void LeaseChunks::Settle(const std::string& id) {
+  std::optional<LeasePos> p = index_.Find(id);
+  if (!p) return;  // not stored, or settled already
+  Chunk& c = Change(p->chunk);
+  if (!Bit(c.settled, p->line) && c.open > 0) {
+    SetBit(&c.settled, p->line);
+    --c.open;
+  }
+  SetPos(id, std::nullopt);
+}
+
+Status LeaseChunks::Write(const std::vector<std::string>& deleted,
+                          const std::vector<LeaseRow>& put) {
+  Commit();  // nothing of an earlier write is pending any more
+  if (deleted.empty() && put.empty()) return Status::Ok();
+  for (const LeaseRow& row : put) {
+    // Lines are "ID\tJSON": neither may break them (braked's ids and its
+    // lease encoding never do).
+    if (row.id.find_first_of("\t\n") != std::string::npos ||
+        row.json.find('\n') != std::string::npos) {
+      return Status::Unavailable("storage: put lease (" + row.id +
+                                 ") failed: a tab or newline in its row");
+    }
+  }
+  if (!loaded_) {
+    if (Status s = Rebuild(nullptr); !s.ok()) return s;
+  }
+  undo_next_id_ = next_id_;
+  for (const std::string& id : deleted) Settle(id);
+  const int64_t fresh = next_id_;
+  if (!put.empty()) {
+    text_.clear();
+    Change(fresh);  // exists before the loop: a line put twice settles here
+    for (const LeaseRow& row : put) {
+      if (!row.fresh) Settle(row.id);  // its earlier line, if any
+      Chunk& c = chunks_[fresh];
+      SetPos(row.id, LeasePos{fresh, c.lines++});
+      ++c.open;
+      text_.append(row.id).push_back('\t');
+      text_.append(row.json).push_back('\n');
+    }
+    text_.pop_back();  // lines are separated, not terminated
+    const Chunk& c = chunks_[fresh];
+    EncodeBits(c.settled, c.lines, &bits_);
+    insert_.BindInt(1, fresh);
+    insert_.BindText(2, text_);
+    insert_.BindText(3, bits_);
+    if (Status s = insert_.Run("put lease chunk"); !s.ok()) return s;
+    next_id_ = fresh + 1;
+  }
+  for (const auto& [id, before] : undo_chunks_) {
+    if (id == fresh && !put.empty()) continue;  // written whole just now
+    Chunk& c = chunks_[id];
+    Status s;
+    if (c.open == 0) {
+      delete_.BindInt(1, id);
+      s = delete_.Run("delete lease chunk");
+    } else {
+      EncodeBits(c.settled, c.lines, &bits_);
+      update_.BindInt(1, id);
+      update_.BindText(2, bits_);
+      s = update_.Run("settle leases in chunk");
+    }
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+void LeaseChunks::Commit() {
+  for (const auto& [id, before] : undo_chunks_) {
+    auto it = chunks_.find(id);
+    if (it != chunks_.end() && it->second.open == 0) chunks_.erase(it);
+  }
+  undo_pos_.clear();
+  undo_chunks_.clear();
+  undo_next_id_ = next_id_;
+}
+
+void LeaseChunks::Abandon() {
+  for (auto it = undo_pos_.rbegin(); it != undo_pos_.rend(); ++it) {
+    index_.Set(it->first, it->second);
+  }
+  for (auto& [id, before] : undo_chunks_) {
+    if (before) {
+      chunks_[id] = std::move(*before);
+    } else {
+      chunks_.erase(id);
+    }
+  }
+  next_id_ = undo_next_id_;
+  undo_pos_.clear();
+  undo_chunks_.clear();
+}
+
+}  // namespace brake::storage

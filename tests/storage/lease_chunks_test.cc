@@ -1,0 +1,156 @@
+// Open leases stored many to a row (storage/lease_chunks.h), through Store.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/store.h"
+#include "storage/test_support.h"
+
+namespace brake {
+namespace {
+
+using storage::ExecRawSql;
+using storage::QueryRawInt;
+using storage::TempDir;
+using Rows = std::vector<std::string>;
+
+std::unique_ptr<Store> Open(const std::string& path) {
+  auto store = Store::Open(path);
+  INFO(store.status().ToString());
+  REQUIRE(store.ok());
+  return std::move(*store);
+}
+
+Rows Leases(Store& store) {
+  auto snapshot = store.Load();
+  INFO(snapshot.status().ToString());
+  REQUIRE(snapshot.ok());
+  Rows out;
+  for (const LeaseRow& r : snapshot->leases) out.push_back(r.id + "=" + r.json);
+  return out;
+}
+
+Status Put(Store& store, std::vector<LeaseRow> put,
+           std::vector<std::string> deleted = {}) {
+  Batch b;
+  b.leases_put = std::move(put);
+  b.leases_deleted = std::move(deleted);
+  return store.Apply(b);
+}
+
+int64_t Chunks(const std::string& path) {
+  return *QueryRawInt(path, "SELECT count(*) FROM lease_chunks");
+}
+
+TEST_CASE("lease chunks: one row per batch, deleted when all settle",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = Open(path);
+  REQUIRE(Put(*store, {{"L1", "{1}"}, {"L2", "{2}"}, {"L3", "{3}"}}).ok());
+  CHECK(Chunks(path) == 1);
+  REQUIRE(Put(*store, {{"L4", "{4}"}}).ok());
+  CHECK(Chunks(path) == 2);
+  REQUIRE(Put(*store, {}, {"L2", "nope"}).ok());
+  CHECK(Chunks(path) == 2);
+  CHECK(Leases(*store) == Rows{"L1={1}", "L3={3}", "L4={4}"});
+  REQUIRE(Put(*store, {}, {"L1", "L3"}).ok());
+  CHECK(Chunks(path) == 1);
+  store.reset();
+
+  SECTION("a new Store finds them without a Load first") {
+    auto again = Open(path);
+    REQUIRE(Put(*again, {}, {"L4"}).ok());
+    CHECK(Chunks(path) == 0);
+    CHECK(Leases(*again).empty());
+  }
+  SECTION("and after one") {
+    auto again = Open(path);
+    CHECK(Leases(*again) == Rows{"L4={4}"});
+    REQUIRE(Put(*again, {{"L5", "{5}"}}, {"L4"}).ok());
+    CHECK(Chunks(path) == 1);
+    CHECK(Leases(*again) == Rows{"L5={5}"});
+  }
+}
+
+TEST_CASE("lease chunks: a lease put again takes a new line", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = Open(path);
+  REQUIRE(Put(*store, {{"L1", "{old}"}}).ok());
+  REQUIRE(Put(*store, {{"L1", "{new}"}}).ok());
+  CHECK(Leases(*store) == Rows{"L1={new}"});
+  CHECK(Chunks(path) == 1);  // the first chunk's only line moved
+  // Twice in one batch (merged batches): the last one counts.
+  REQUIRE(Put(*store, {{"L2", "{a}"}, {"L2", "{b}"}}).ok());
+  CHECK(Leases(*store) == Rows{"L1={new}", "L2={b}"});
+  REQUIRE(Put(*store, {}, {"L2"}).ok());
+  CHECK(Leases(*store) == Rows{"L1={new}"});
+  CHECK(Chunks(path) == 1);
+}
+
+TEST_CASE("lease chunks: a batch that rolls back leaves the index as it was",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  REQUIRE(Put(*Open(path), {{"L1", "{1}"}, {"L2", "{2}"}}).ok());
+  REQUIRE(ExecRawSql(path,
+                     "CREATE TRIGGER fail_boom BEFORE INSERT ON ledger "
+                     "WHEN NEW.user = 'boom' "
+                     "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
+              .ok());
+  auto store = Open(path);
+  Batch failing;
+  failing.leases_deleted = {"L1"};
+  failing.leases_put = {{"L3", "{3}"}};
+  LedgerRow boom;
+  boom.user = "boom";
+  failing.ledger_append = {boom};
+  REQUIRE_FALSE(store->Apply(failing).ok());
+  // L1 is still open to the index: settling it later deletes its line, and
+  // L3 never existed.
+  REQUIRE(Put(*store, {}, {"L3"}).ok());
+  REQUIRE(Put(*store, {}, {"L1"}).ok());
+  CHECK(Chunks(path) == 1);
+  CHECK(Leases(*store) == Rows{"L2={2}"});
+  REQUIRE(Put(*store, {}, {"L2"}).ok());
+  CHECK(Chunks(path) == 0);
+}
+
+TEST_CASE("lease chunks: bad rows and ids are refused", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = Open(path);
+  Status tab = Put(*store, {{"L\t1", "{}"}});
+  CHECK(tab.code() == ErrorCode::kUnavailable);
+  CHECK_THAT(tab.message(), Catch::Contains("tab or newline"));
+  CHECK_FALSE(Put(*store, {{"L1", "{\n}"}}).ok());
+  CHECK(Chunks(path) == 0);
+
+  REQUIRE(ExecRawSql(path,
+                     "INSERT INTO lease_chunks VALUES(9, 'no tab here', '')")
+              .ok());
+  auto fresh = Open(path);
+  auto snapshot = fresh->Load();
+  REQUIRE_FALSE(snapshot.ok());
+  CHECK_THAT(snapshot.status().message(),
+             Catch::Contains("malformed lease_chunks row 9"));
+  REQUIRE(ExecRawSql(path,
+                     "UPDATE lease_chunks SET leases = 'a\t{}', "
+                     "settled = 'xyz' WHERE id = 9")
+              .ok());
+  CHECK_FALSE(Open(path)->Load().ok());
+  // A settled bit hides its line; new chunks get ids past the stored ones.
+  REQUIRE(ExecRawSql(path,
+                     "UPDATE lease_chunks SET leases = 'a\t{}\nb\t{}', "
+                     "settled = '1' WHERE id = 9")
+              .ok());
+  auto ok = Open(path);
+  CHECK(Leases(*ok) == Rows{"b={}"});
+  REQUIRE(Put(*ok, {{"c", "{}"}}).ok());
+  CHECK(*QueryRawInt(path, "SELECT max(id) FROM lease_chunks") == 10);
+}
+
+}  // namespace
+}  // namespace brake
