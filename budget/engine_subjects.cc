@@ -34,6 +34,7 @@ Engine::Subject& Engine::Touch(const std::string& scope, int64_t now_us,
 
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
+  if (stored_.empty()) return out;  // nothing was ever stored or evicted
   // The filter first: most subjects were never stored, and asking it needs
   // no string built.
   auto need = [&](std::string_view prefix, const std::string& name) {

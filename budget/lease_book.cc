@@ -226,6 +226,7 @@ bool LeaseBook::Drain(Batch* batch,
       any = true;
     }
   };
+  batch->leases_put.reserve(batch->leases_put.size() + dirty_own_.size());
   std::string id;
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_

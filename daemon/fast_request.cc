@@ -21,8 +21,7 @@ class Scanner {
       if (out_->count == kMaxFastFields) return false;
       std::string_view key;
       if (!Key(&key)) return false;
-      for (size_t i = 0; i < out_->count; ++i)
-        if (out_->keys[i] == key) return false;  // duplicate: last wins there
+      if (out_->Find(key) != nullptr) return false;  // duplicate: last wins there
       SkipSpace();
       if (!Eat(':')) return false;
       SkipSpace();

@@ -50,8 +50,15 @@ struct FastRequest {
 
   // The member named `key`, or nullptr when absent.
   const FastValue* Find(std::string_view key) const {
-    for (size_t i = 0; i < count; ++i)
-      if (keys[i] == key) return &values[i];
+    // Length and first byte first: most keys differ there, and a call to
+    // memcmp per key compared was a tenth of a request's instructions.
+    for (size_t i = 0; i < count; ++i) {
+      const std::string_view k = keys[i];
+      if (k.size() == key.size() && (k.empty() || k[0] == key[0]) &&
+          k.compare(key) == 0) {
+        return &values[i];
+      }
+    }
     return nullptr;
   }
 };
