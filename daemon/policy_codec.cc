@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -250,87 +251,109 @@ Result<Policy> ParsePolicyText(std::string_view text) {
 
 namespace {
 
-void AppendString(std::string* out, std::string_view v) {
-  out->push_back('"');
-  // Runs of bytes that need no escape are appended whole (requests were
-  // parsed as UTF-8, so these bytes are too).
-  size_t run = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(v[i]);
-    if (c != '"' && c != '\\' && c >= 0x20) continue;
-    out->append(v.data() + run, i - run);
-    run = i + 1;
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(c));
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out->append(buf);
+// Writes a lease's JSON into a buffer sized for the worst case (every
+// string byte escaped as \u00XX), with a cursor: no capacity check, call or
+// strlen per piece.
+class LeaseWriter {
+ public:
+  explicit LeaseWriter(const Lease& l) {
+    size_t strings = l.id.size() + l.user.size() + l.task.size() +
+                     l.parent.size() + l.resource.size() + l.model.size() +
+                     l.fingerprint.size();
+    for (const std::string& s : l.scopes) strings += s.size() + 3;
+    for (const LeaseCharge& c : l.charges) {
+      strings += c.scope.size() + c.limit.size() + 40;
     }
+    out_.resize(6 * strings + 512);  // 512: keys, punctuation, integers
+    p_ = out_.data();
   }
-  out->append(v.data() + run, v.size() - run);
-  out->push_back('"');
-}
+  template <size_t N>
+  void Literal(const char (&text)[N]) {
+    std::memcpy(p_, text, N - 1);
+    p_ += N - 1;
+  }
+  void Char(char c) { *p_++ = c; }
+  void String(std::string_view v) {
+    *p_++ = '"';
+    for (char ch : v) {
+      unsigned char c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c != '"' && c != '\\') {
+        *p_++ = ch;  // requests were parsed as UTF-8, so this is too
+      } else if (c == '"' || c == '\\') {
+        *p_++ = '\\';
+        *p_++ = ch;
+      } else {
+        static const char kHex[] = "0123456789abcdef";
+        std::memcpy(p_, "\\u00", 4);
+        p_[4] = kHex[c >> 4];
+        p_[5] = kHex[c & 15];
+        p_ += 6;
+      }
+    }
+    *p_++ = '"';
+  }
+  void Int(int64_t v) { p_ = std::to_chars(p_, p_ + 24, v).ptr; }
+  std::string Take() {
+    out_.resize(static_cast<size_t>(p_ - out_.data()));
+    return std::move(out_);
+  }
 
-void AppendInt(std::string* out, int64_t v) {
-  char digits[24];
-  out->append(digits, std::to_chars(digits, digits + sizeof(digits), v).ptr);
-}
+ private:
+  std::string out_;
+  char* p_;
+};
 
 }  // namespace
 
 // Written by hand: it runs for every granted acquire, on the loop thread
-// (a nlohmann object per lease cost more than the whole decision). Each
-// key goes out with its punctuation in one append.
+// (a nlohmann object per lease cost more than the whole decision).
 std::string EncodeLease(const Lease& l) {
-  std::string out;
-  out.reserve(320);
-  using namespace std::string_view_literals;
-  out.append("{\"id\":"sv);
-  AppendString(&out, l.id);
-  out.append(",\"user\":"sv);
-  AppendString(&out, l.user);
-  out.append(",\"task\":"sv);
-  AppendString(&out, l.task);
-  out.append(",\"parent\":"sv);
-  AppendString(&out, l.parent);
-  out.append(",\"resource\":"sv);
-  AppendString(&out, l.resource);
-  out.append(",\"model\":"sv);
-  AppendString(&out, l.model);
-  out.append(",\"fingerprint\":"sv);
-  AppendString(&out, l.fingerprint);
-  out.append(",\"requests\":"sv);
-  AppendInt(&out, l.requests);
-  out.append(",\"tokens\":"sv);
-  AppendInt(&out, l.tokens);
-  out.append(",\"usd_nano\":"sv);
-  AppendInt(&out, l.usd_nano);
-  out.append(",\"granted_at_us\":"sv);
-  AppendInt(&out, l.granted_at_us);
-  out.append(",\"expires_at_us\":"sv);
-  AppendInt(&out, l.expires_at_us);
-  out.append(",\"scopes\":["sv);
+  LeaseWriter w(l);
+  w.Literal("{\"id\":");
+  w.String(l.id);
+  w.Literal(",\"user\":");
+  w.String(l.user);
+  w.Literal(",\"task\":");
+  w.String(l.task);
+  w.Literal(",\"parent\":");
+  w.String(l.parent);
+  w.Literal(",\"resource\":");
+  w.String(l.resource);
+  w.Literal(",\"model\":");
+  w.String(l.model);
+  w.Literal(",\"fingerprint\":");
+  w.String(l.fingerprint);
+  w.Literal(",\"requests\":");
+  w.Int(l.requests);
+  w.Literal(",\"tokens\":");
+  w.Int(l.tokens);
+  w.Literal(",\"usd_nano\":");
+  w.Int(l.usd_nano);
+  w.Literal(",\"granted_at_us\":");
+  w.Int(l.granted_at_us);
+  w.Literal(",\"expires_at_us\":");
+  w.Int(l.expires_at_us);
+  w.Literal(",\"scopes\":[");
   for (size_t i = 0; i < l.scopes.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendString(&out, l.scopes[i]);
+    if (i > 0) w.Char(',');
+    w.String(l.scopes[i]);
   }
-  out.append("],\"charges\":["sv);
+  w.Literal("],\"charges\":[");
   for (size_t i = 0; i < l.charges.size(); ++i) {
     const LeaseCharge& c = l.charges[i];
-    out.append(i > 0 ? ",["sv : "["sv);
-    AppendString(&out, c.scope);
-    out.push_back(',');
-    AppendString(&out, c.limit);
-    out.push_back(',');
-    AppendString(&out, ResourceName(c.resource));
-    out.push_back(',');
-    AppendInt(&out, c.amount);
-    out.push_back(']');
+    if (i > 0) w.Char(',');
+    w.Char('[');
+    w.String(c.scope);
+    w.Char(',');
+    w.String(c.limit);
+    w.Char(',');
+    w.String(ResourceName(c.resource));
+    w.Char(',');
+    w.Int(c.amount);
+    w.Char(']');
   }
-  out.append("]}"sv);
-  return out;
+  w.Literal("]}");
+  return w.Take();
 }
 
 Result<Lease> DecodeLease(std::string_view text) {

@@ -414,6 +414,29 @@ TEST_CASE("codec: leases round trip", "[codec]") {
   CheckSameLease(extreme, *x);
 }
 
+TEST_CASE("codec: a lease of escapes only still fits its buffer",
+          "[codec]") {
+  // Every byte of every string is a control character (6 bytes escaped)
+  // and every integer has its longest form: the writer's worst case.
+  const std::string ctl(300, '\x01');
+  Lease l;
+  l.id = l.user = l.task = l.parent = l.resource = l.model = l.fingerprint =
+      ctl;
+  l.requests = l.tokens = l.usd_nano = INT64_MIN;
+  l.granted_at_us = l.expires_at_us = INT64_MIN;
+  for (int i = 0; i < 40; ++i) {
+    l.scopes.push_back(ctl);
+    l.charges.push_back({ctl, ctl, Resource::kTokens, INT64_MIN});
+    l.charges.push_back({"", "", Resource::kUsd, INT64_MIN});
+  }
+  l.scopes.push_back("");
+  const std::string text = EncodeLease(l);
+  CHECK(json::accept(text));
+  auto back = DecodeLease(text);
+  REQUIRE(back.ok());
+  CheckSameLease(l, *back);
+}
+
 TEST_CASE("codec: malformed lease rows", "[codec]") {
   json good = json::parse(EncodeLease(SampleLease()));
   std::vector<std::string> rows = {
