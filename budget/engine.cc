@@ -320,6 +320,14 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     out.granted = true;
     return out;
   }
+  if (static_cast<int64_t>(leases_.open()) >= max_open_leases_) {
+    // Nothing was charged yet: refused whole, like any error.
+    ++lease_cap_refusals_;
+    return Status::Unavailable(
+        "lease: " + std::to_string(leases_.open()) +
+        " leases are open (max_open_leases); commit or cancel some, or let "
+        "them expire");
+  }
 
   // A recycled lease object: every field is assigned, reusing its strings.
   Lease& lease = leases_.Open(SaturatingAdd(now_us, lease_ttl_us_));

@@ -151,6 +151,11 @@ class Engine {
   // prices, resets): a reply whose request moved it must be durable.
   uint64_t mutations() const { return mutations_; }
   void set_lease_ttl_us(int64_t ttl_us) { lease_ttl_us_ = ttl_us; }
+  // Open leases at most: an acquire that would open one more is refused
+  // kUnavailable (a denial or a dry run is still answered). Counted in
+  // lease_cap_refusals().
+  void set_max_open_leases(int64_t n) { max_open_leases_ = n; }
+  uint64_t lease_cap_refusals() const { return lease_cap_refusals_; }
 
   // Checks every applicable limit and charges all of them, or none. Errors:
   // kForbidden (the task belongs to another user, or the parent does),
@@ -316,6 +321,8 @@ class Engine {
   void ForgetDuplicatesBefore(int64_t now_us);
 
   int64_t lease_ttl_us_;
+  int64_t max_open_leases_ = INT64_MAX;
+  uint64_t lease_cap_refusals_ = 0;
   uint64_t settlements_ = 0;
   uint64_t mutations_ = 0;
 

@@ -123,6 +123,11 @@ const std::vector<Setting>& Settings() {
                   "subjects held in memory at most: above 90% idle ones "
                   "are evicted early; at the cap an acquire for a new "
                   "subject is refused unavailable"),
+      INT_SETTING(max_open_leases, 1000, 1000000000, 1000000, true,
+                  "leases open at once at most (each holds its reservation "
+                  "and about 700 bytes until settled or expired); at the "
+                  "cap an acquire that would be granted is refused "
+                  "unavailable"),
       INT_SETTING(top_max_subjects, 1, 1000000, 10000, false,
                   "users, tasks and resources each tracked for the top op; "
                   "when full the least active makes room"),

@@ -34,6 +34,7 @@ struct Config {
   int64_t partial_line_timeout_ms = 10'000;
   int64_t subject_idle_ms = 3'600'000;  // 0: never evict
   int64_t max_subjects = 2'000'000;
+  int64_t max_open_leases = 1'000'000;
   int64_t top_max_subjects = 10'000;  // per kind (users, tasks, resources)
   int64_t metrics_top_users = 10;     // per-user series in metrics; 0: none
   // uid -> the users it may act as (acquire, commit, cancel, status, usage).

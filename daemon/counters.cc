@@ -16,6 +16,8 @@ std::string_view LimitHitName(LimitHit limit) {
       return "partial_line_timeout_ms";
     case LimitHit::kMaxSubjects:
       return "max_subjects";
+    case LimitHit::kMaxOpenLeases:
+      return "max_open_leases";
     case LimitHit::kMaxWaitersPerScope:
       break;
   }

@@ -27,8 +27,9 @@ enum class LimitHit {
   kPartialLineTimeoutMs,  // a slow-loris connection, closed
   kMaxWaitersPerScope,    // a waiting acquire refused queue_full
   kMaxSubjects,           // an acquire for new subjects refused unavailable
+  kMaxOpenLeases,         // an acquire refused unavailable (the engine counts)
 };
-inline constexpr size_t kLimitHitCount = 7;
+inline constexpr size_t kLimitHitCount = 8;
 std::string_view LimitHitName(LimitHit limit);
 
 struct LimitHits {

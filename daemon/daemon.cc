@@ -213,6 +213,7 @@ void Daemon::ApplyConfig(const Config& config, const Config* previous) {
     }
   }
   engine_->set_lease_ttl_us(config.lease_ttl_ms * 1000);
+  engine_->set_max_open_leases(config.max_open_leases);
 }
 
 // After each loop turn's I/O: wake waiters if a lease was settled (capacity

@@ -223,7 +223,10 @@ std::string MetricsText(const MetricsSources& src) {
       src.storage_ok ? 1 : 0);
   WaitSeries(c.waits, &t);
   TripSeries(src.breaker_trips, &t);
-  LimitSeries(s.limit_hits, &t);
+  LimitHits hits = s.limit_hits;
+  hits.by_limit[static_cast<size_t>(LimitHit::kMaxOpenLeases)] =
+      src.lease_cap_refusals;
+  LimitSeries(hits, &t);
   UserSeries(src.top_users, &t);
   return t.Take();
 }

@@ -46,6 +46,7 @@ struct MetricsSources {
   const Counters* counters = nullptr;
   const ServerStats* server = nullptr;
   int64_t leases_open = 0;
+  int64_t lease_cap_refusals = 0;  // Engine::lease_cap_refusals()
   int64_t tasks = 0;     // in memory
   int64_t subjects = 0;  // users, tasks, resources and global in memory
   int64_t waiters = 0;

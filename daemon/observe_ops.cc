@@ -15,6 +15,8 @@ Status MetricsOp(OpContext& ctx) {
   src.counters = &d.counters();
   src.server = &d.stats();
   src.leases_open = static_cast<int64_t>(ctx.engine->open_leases());
+  src.lease_cap_refusals =
+      static_cast<int64_t>(ctx.engine->lease_cap_refusals());
   src.tasks = static_cast<int64_t>(ctx.engine->task_count());
   src.subjects = static_cast<int64_t>(ctx.engine->resident_subjects());
   src.waiters = d.waiters() ? static_cast<int64_t>(d.waiters()->size()) : 0;
