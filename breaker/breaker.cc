@@ -301,6 +301,17 @@ void Breaker::Reset(int64_t now_us) {
   Close("reset by admin", now_us);
 }
 
+bool Breaker::IsFresh(int64_t now_us) const {
+  if (state_ != BreakerState::kClosed || consecutive_opens_ != 0 ||
+      probes_in_flight_ != 0 || probes_ok_ != 0 || !transitions_.empty()) {
+    return false;
+  }
+  const int64_t loop_window_us =
+      spec_.loop ? sat::MsToUs(spec_.loop->window_ms) : 0;
+  return slow_.IdleAt(now_us) && errors_.IdleAt(now_us) &&
+         spend_.IdleAt(now_us) && loop_.IdleAt(now_us, loop_window_us);
+}
+
 Snapshot Breaker::View(int64_t now_us) const {
   Snapshot s;
   s.state = state_;

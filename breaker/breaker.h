@@ -128,6 +128,11 @@ class Breaker {
   void Reset(int64_t now_us);
 
   Snapshot View(int64_t now_us) const;
+  // True when this breaker decides from now on exactly as a new one of its
+  // spec would: closed, no backoff or probe pending, no transition to take,
+  // and nothing counted in any rule window at now_us or later. Such a
+  // breaker may be dropped and made anew on its next use.
+  bool IsFresh(int64_t now_us) const;
   // The state as of the last call that took a `now_us` (View is current).
   BreakerState state() const { return state_; }
   // The transitions since the last call, oldest first (at most

@@ -60,6 +60,16 @@ void LoopDetector::Clear() {
   entries_ = 0;
 }
 
+bool LoopDetector::IdleAt(int64_t now_us, int64_t window_us) const {
+  for (const auto& [hash, times] : seen_) {
+    // A sighting at t counts while now < t + window.
+    if (!times.empty() && now_us < sat::Add(times.back(), window_us)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void LoopDetector::Compact(int64_t now_us, int64_t window_us) {
   for (auto it = seen_.begin(); it != seen_.end();) {
     std::deque<int64_t>& times = it->second;

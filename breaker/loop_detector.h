@@ -33,6 +33,9 @@ class LoopDetector {
   // Sightings of `hash` within the window ending at `now_us` (no change).
   int64_t Count(uint64_t hash, int64_t now_us, int64_t window_us) const;
   void Clear();
+  // True when no sighting counts within a window of `window_us` ending at
+  // now_us or later.
+  bool IdleAt(int64_t now_us, int64_t window_us) const;
 
   size_t distinct() const { return seen_.size(); }
   size_t entries() const { return entries_; }

@@ -42,6 +42,18 @@ RollingCounter::Sums RollingCounter::Sum(int64_t now_us) const {
 
 void RollingCounter::Clear() { ring_ = {}; }
 
+bool RollingCounter::IdleAt(int64_t now_us) const {
+  if (bucket_us_ <= 0) return true;
+  const int64_t current = EpochOf(now_us);
+  for (const Bucket& b : ring_) {
+    if (b.used && (b.total != 0 || b.hits != 0) &&
+        sat::Sub(current, b.epoch) < kBuckets) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void RollingCounter::SetWindow(int64_t window_ms) {
   int64_t bucket_us = 0;
   if (window_ms > 0) {

@@ -35,6 +35,9 @@ class RollingCounter {
   // The sums of the window ending at `now_us`.
   Sums Sum(int64_t now_us) const;
   void Clear();
+  // True when nothing counted is in the window ending at now_us or could
+  // come into one later (a bucket stamped after now_us).
+  bool IdleAt(int64_t now_us) const;
   // Changes the window, keeping what was counted: each bucket moves into the
   // new bucket holding its start.
   void SetWindow(int64_t window_ms);

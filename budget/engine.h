@@ -230,6 +230,9 @@ class Engine {
   // caller evicts only when storage has caught up. Returns how many.
   size_t EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan);
   size_t resident_subjects() const { return subjects_.size(); }
+  bool IsResident(const std::string& scope) const {
+    return subjects_.count(scope) != 0;
+  }
   uint64_t evictions() const { return evictions_; }
   // Counts resets of a whole kind ("user:*"): subject rows read before one
   // may predate it and must be read again.

@@ -148,6 +148,8 @@ void Daemon::EvictIdle() {
     const size_t evicted = engine_->EvictIdle(
         now, now - cutoff, pressed ? kEvictScanPressed : kEvictScanPerTick);
     stats_.subjects_evicted += static_cast<int64_t>(evicted);
+    // Their breakers too, once those hold nothing a new one would not.
+    dispatcher_->decider()->DropFresh(now, kEvictScanPerTick);
     // Many small frees leave glibc's heap holding the memory; give it back.
     if (evicted >= kTrimAfterEvictions) malloc_trim(0);
   }

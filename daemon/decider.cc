@@ -277,8 +277,35 @@ void Decider::RestoreBreaker(const BreakerRow& row) {
   b->TakeTransitions();
 }
 
+size_t Decider::DropFresh(int64_t now_us, size_t max_scan) {
+  if (breakers_.empty()) return 0;
+  std::vector<std::string> fresh;
+  const size_t buckets = breakers_.bucket_count();
+  for (size_t n = 0; n < max_scan && n < buckets; ++n) {
+    const size_t b = drop_cursor_++ % buckets;
+    for (auto it = breakers_.begin(b); it != breakers_.end(b); ++it) {
+      if (!engine_->IsResident(it->first) && it->second->IsFresh(now_us)) {
+        fresh.push_back(it->first);
+      }
+    }
+  }
+  drop_cursor_ %= buckets;
+  for (std::string& scope : fresh) {
+    breakers_.erase(scope);
+    dirty_.erase(scope);
+    dropped_.push_back(std::move(scope));
+  }
+  return fresh.size();
+}
+
 bool Decider::Drain(Batch* batch) {
-  bool any = false;
+  bool any = !dropped_.empty();
+  // Deletes run before puts in a batch: a breaker made anew since it was
+  // dropped is put after its old row goes.
+  for (std::string& scope : dropped_) {
+    batch->breakers_deleted.push_back(std::move(scope));
+  }
+  dropped_.clear();
   for (const std::string& scope : dirty_) {
     auto it = breakers_.find(scope);
     if (it == breakers_.end()) continue;

@@ -73,7 +73,14 @@ class Decider {
   void RestoreBreaker(const BreakerRow& row);
   // Moves changed breaker states into `batch`.
   bool Drain(Batch* batch);
-  bool dirty() const { return !dirty_.empty(); }
+  bool dirty() const { return !dirty_.empty() || !dropped_.empty(); }
+  // Drops the breakers of subjects no longer in memory (evicted) that
+  // decide as a new one would (Breaker::IsFresh): the next use of their
+  // scope makes a new one from its policy. Their stored rows go with the
+  // next Drain. Looks at up to `max_scan` hash buckets per
+  // call, resuming where the last stopped. Returns how many.
+  size_t DropFresh(int64_t now_us, size_t max_scan);
+  size_t breaker_count() const { return breakers_.size(); }
   uint64_t mutations() const { return mutations_; }
   // "breaker task:t1 closed -> open (loop: ...)" lines to log.
   std::vector<std::string> TakeLog();
@@ -103,6 +110,8 @@ class Decider {
   std::unordered_map<std::string, std::unique_ptr<breaker::Breaker>> breakers_;
   std::unordered_map<std::string, Probe> probes_;  // lease -> its probe slots
   std::set<std::string> dirty_;
+  std::vector<std::string> dropped_;  // rows to delete at the next Drain
+  size_t drop_cursor_ = 0;
   std::vector<std::string> log_;
   uint64_t mutations_ = 0;
   std::array<int64_t, 7> trips_{};  // by breaker::Cause
