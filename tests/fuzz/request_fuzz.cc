@@ -30,11 +30,12 @@
 // prices of a fixed config, so state stays bounded and every run is
 // reproducible from its input alone. What no input can change is built once:
 // the parsed config (only on_storage_error, which `!` flips, is reset per
-// input). The checks read requests and replies with a SAX reader that keeps
-// only the top-level fields they look at, instead of building a DOM of each
-// (the DOM parse and the allocations it makes under ASan cost as much as the
-// request itself); a policy.set reply, whose policy is compared whole, is
-// still parsed into a DOM.
+// input). The checks read requests and replies with Shallow
+// (shallow_json.h), which keeps only the top-level fields they look at and
+// accepts exactly what json::parse accepts, without building a DOM; a
+// policy.set reply, whose policy is compared whole, is still parsed into a
+// DOM. The checks' code has no coverage instrumentation (harness.ignorelist):
+// it is not what is being fuzzed.
 //
 // Invariants checked after every request (a failure aborts, i.e. is reported
 // as a crash):
@@ -67,6 +68,7 @@
 #include "daemon/policy_codec.h"
 #include "storage/store.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/shallow_json.h"
 
 namespace {
 
@@ -74,6 +76,8 @@ using brake::Config;
 using brake::Dispatcher;
 using brake::Engine;
 using brake::Peer;
+using brake::fuzz::Shallow;
+using brake::fuzz::Value;
 using nlohmann::json;
 
 constexpr int64_t kT0Us = 1'709'287'200'000'000;  // 2024-03-01 10:00:00 UTC
@@ -192,185 +196,6 @@ const std::set<std::string>& Reasons() {
       "concurrency",  "queue_full",      "timeout",  "too_large"};
   return reasons;
 }
-
-// One top-level value of a JSON object as the checks need it: its type,
-// and its value when it is a string, a bool or an integer.
-struct Value {
-  enum Kind : uint8_t {
-    kAbsent,
-    kNull,
-    kBool,
-    kInt,
-    kUint,
-    kFloat,
-    kString,
-    kObject,
-    kArray
-  };
-  Kind kind = kAbsent;
-  bool b = false;
-  int64_t i = 0;   // kInt (the parser's negative integers)
-  uint64_t u = 0;  // kUint (its non-negative ones)
-  std::string s;   // kString
-
-  bool present() const { return kind != kAbsent; }
-  bool is_string() const { return kind == kString; }
-  bool is_integer() const { return kind == kInt || kind == kUint; }
-  // The string, "" when absent or not a string.
-  const std::string& str() const {
-    static const std::string empty;
-    return kind == kString ? s : empty;
-  }
-  // Same type and value; for the types an id may have (string, integer).
-  bool SameIdAs(const Value& o) const {
-    if (kind == kString || o.kind == kString) {
-      return kind == o.kind && s == o.s;
-    }
-    if (kind == kInt && o.kind == kInt) return i == o.i;
-    if (kind == kUint && o.kind == kUint) return u == o.u;
-    if (kind == kInt && o.kind == kUint) return i >= 0 && uint64_t(i) == o.u;
-    if (kind == kUint && o.kind == kInt) return o.i >= 0 && uint64_t(o.i) == u;
-    return false;
-  }
-  // is_number_integer() && get<int64_t>() >= 0, as with a DOM.
-  bool IsNonNegativeInt64() const {
-    return (kind == kInt && i >= 0) ||
-           (kind == kUint && u <= uint64_t{INT64_MAX});
-  }
-};
-
-// The top-level fields of a request or reply that the checks read, and the
-// code and message of a reply's error object. A SAX handler for
-// json::sax_parse: the text is checked as strictly as json::parse checks it,
-// but no DOM is built. Like json::parse, the last of duplicate keys wins.
-class Shallow {
- public:
-  enum Field {
-    kOp,
-    kLease,
-    kUser,
-    kScope,
-    kId,  // requests
-    kOk,
-    kError,
-    kGranted,
-    kReason,
-    kRetryAfterMs,  // replies
-    kFieldCount,
-    kOther = kFieldCount,
-  };
-
-  // False when `text` is not JSON.
-  bool Parse(std::string_view text) {
-    Clear();
-    valid_ = json::sax_parse(text.begin(), text.end(), this);
-    if (!valid_) Clear();  // as a discarded DOM: no fields
-    return valid_;
-  }
-  bool is_object() const { return valid_ && top_ == Value::kObject; }
-  const Value& operator[](Field f) const { return fields_[f]; }
-  const Value& error_code() const { return code_; }
-  const Value& error_message() const { return message_; }
-
-  // SAX interface.
-  bool null() { return Scalar(Value::kNull); }
-  bool boolean(bool b) {
-    if (Value* v = Slot(Value::kBool)) v->b = b;
-    return true;
-  }
-  bool number_integer(json::number_integer_t i) {
-    if (Value* v = Slot(Value::kInt)) v->i = i;
-    return true;
-  }
-  bool number_unsigned(json::number_unsigned_t u) {
-    if (Value* v = Slot(Value::kUint)) v->u = u;
-    return true;
-  }
-  bool number_float(json::number_float_t, const json::string_t&) {
-    return Scalar(Value::kFloat);
-  }
-  bool string(json::string_t& s) {
-    if (Value* v = Slot(Value::kString)) v->s = s;
-    return true;
-  }
-  bool binary(json::binary_t&) { return Scalar(Value::kNull); }  // not JSON
-  bool start_object(std::size_t) { return Open(Value::kObject); }
-  bool start_array(std::size_t) { return Open(Value::kArray); }
-  bool end_object() { return Close(); }
-  bool end_array() { return Close(); }
-  bool key(json::string_t& k) {
-    if (depth_ == 1) {
-      key_ = Lookup(k);
-      if (key_ == kError) code_.kind = message_.kind = Value::kAbsent;
-    } else if (depth_ == 2 && in_error_) {
-      sub_ = k == "code" ? &code_ : k == "message" ? &message_ : nullptr;
-    }
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const json::exception&) {
-    return false;
-  }
-
- private:
-  void Clear() {
-    for (Value& v : fields_) v.kind = Value::kAbsent;
-    code_.kind = message_.kind = Value::kAbsent;
-    top_ = Value::kAbsent;
-    depth_ = 0;
-    key_ = kOther;
-    in_error_ = false;
-    sub_ = nullptr;
-  }
-  static Field Lookup(const std::string& k) {
-    static const char* const kNames[kFieldCount] = {
-        "op", "lease", "user",    "scope",  "id",
-        "ok", "error", "granted", "reason", "retry_after_ms"};
-    for (int f = 0; f < kFieldCount; ++f) {
-      if (k == kNames[f]) return static_cast<Field>(f);
-    }
-    return kOther;
-  }
-  // Where a value of `kind` that starts now goes (its type set), or nullptr
-  // when the checks do not read it.
-  Value* Slot(Value::Kind kind) {
-    Value* v = nullptr;
-    if (depth_ == 0) {
-      top_ = kind;
-    } else if (depth_ == 1 && key_ != kOther) {
-      v = &fields_[key_];
-      if (key_ == kError) in_error_ = false;
-    } else if (depth_ == 2 && in_error_ && sub_ != nullptr) {
-      v = sub_;
-    }
-    if (v != nullptr) v->kind = kind;
-    return v;
-  }
-  bool Scalar(Value::Kind kind) {
-    Slot(kind);
-    return true;
-  }
-  bool Open(Value::Kind kind) {
-    Slot(kind);
-    if (depth_ == 1 && key_ == kError) in_error_ = kind == Value::kObject;
-    if (depth_ == 1) sub_ = nullptr;
-    ++depth_;
-    return true;
-  }
-  bool Close() {
-    --depth_;
-    if (depth_ == 1) in_error_ = false;
-    return true;
-  }
-
-  Value fields_[kFieldCount];
-  Value code_, message_;  // of the top-level "error" object
-  Value::Kind top_ = Value::kAbsent;
-  bool valid_ = false;
-  int depth_ = 0;
-  Field key_ = kOther;     // at depth 1
-  bool in_error_ = false;  // inside the top-level "error" object
-  Value* sub_ = nullptr;   // the error field being read, at depth 2
-};
 
 // Stands in for the storage worker's usage query: checks what reaches it.
 class FakeDeferred : public brake::DeferredOps {
