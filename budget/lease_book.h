@@ -9,7 +9,7 @@
 // is opening order, and the ring is also the expiry queue; a lease that
 // expires before one opened earlier (the TTL was shortened) goes to a small
 // ordered map instead. Once settled, a slot keeps only the settlement
-// (~64 bytes) until the front of the ring passes it, at least a TTL later.
+// (48 bytes) until the front of the ring passes it, at least a TTL later.
 // Leases of earlier runs (restored at startup, other prefixes) and their
 // settlements live in a map beside the ring.
 #pragma once

@@ -26,12 +26,21 @@ breaker::Outcome OutcomeOf(const std::string& name) {
 Decider::Decider(Engine* engine) : engine_(engine) {}
 
 void Decider::SetPolicy(const std::string& scope, Policy policy) {
-  if (policy.breaker_json.empty()) {
-    specs_.erase(scope);
+  std::optional<breaker::BreakerSpec> spec;
+  if (!policy.breaker_json.empty()) {
+    auto parsed = ParseBreaker(nlohmann::json::parse(policy.breaker_json),
+                               "breaker");
+    if (parsed.ok()) spec = *parsed;
+  }
+  SetPolicy(scope, std::move(policy), spec);
+}
+
+void Decider::SetPolicy(const std::string& scope, Policy policy,
+                        const std::optional<breaker::BreakerSpec>& spec) {
+  if (spec) {
+    specs_[scope] = *spec;
   } else {
-    auto spec = ParseBreaker(nlohmann::json::parse(policy.breaker_json),
-                             "breaker");
-    if (spec.ok()) specs_[scope] = *spec;
+    specs_.erase(scope);
   }
   engine_->SetPolicy(scope, std::move(policy));
 }

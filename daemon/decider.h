@@ -45,6 +45,10 @@ class Decider {
   // Policies go through here so breakers follow them. `policy.breaker_json`
   // must have been produced by ParsePolicy (it is trusted).
   void SetPolicy(const std::string& scope, Policy policy);
+  // The same with the breaker already parsed from `policy.breaker_json`
+  // (nullopt when it is empty), for callers that set one policy many times.
+  void SetPolicy(const std::string& scope, Policy policy,
+                 const std::optional<breaker::BreakerSpec>& spec);
   bool DeletePolicy(const std::string& scope);
 
   // As Engine::Acquire, with breakers in front. `conn` is the connection

@@ -55,13 +55,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "budget/engine.h"
 #include "common/records.h"
+#include "daemon/breaker_codec.h"
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/ops.h"
@@ -144,6 +147,9 @@ const char kUidUsers[] = R"(, "uid_users": {"1000": ["alice", "bob"]})";
 struct Fixture {
   // Shared by every input; the harness resets what an input may change.
   Config config;
+  // Each policy's breaker, parsed once (Decider::SetPolicy would parse its
+  // JSON again for every input).
+  std::map<std::string, std::optional<brake::breaker::BreakerSpec>> breakers;
   bool fail_open = false;  // as parsed
   bool uid_users = false;
 };
@@ -163,6 +169,13 @@ Fixture& GetFixture() {
     for (const auto& [scope, policy] : f.config.policies) {
       auto again = brake::ParsePolicyText(policy.json);
       FUZZ_CHECK(again.ok() && again->json == policy.json, policy.json);
+      auto& spec = f.breakers[scope];
+      if (!policy.breaker_json.empty()) {
+        auto parsed = brake::ParseBreaker(json::parse(policy.breaker_json),
+                                          "breaker");
+        FUZZ_CHECK(parsed.ok(), policy.breaker_json);
+        spec = *parsed;
+      }
     }
     f.fail_open = f.config.fail_open;
     return f;
@@ -242,7 +255,7 @@ class Harness {
     config_.fail_open = fx.fail_open;  // the last input may have cycled it
     dispatcher_.set_deferred(&deferred_);
     for (const auto& [scope, policy] : config_.policies) {
-      dispatcher_.decider()->SetPolicy(scope, policy);
+      dispatcher_.decider()->SetPolicy(scope, policy, fx.breakers.at(scope));
     }
     for (const auto& [model, price] : config_.prices) {
       engine_.SetPrice(model, price);
