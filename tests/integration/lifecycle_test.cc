@@ -153,15 +153,24 @@ TEST_CASE(
 namespace brake::integration {
 namespace {
 
+// Start() returns once the socket takes connections; braked serves (and
+// has made its marker) once it answers.
+void WaitServing(Daemon& daemon) {
+  Client c = daemon.Connect();
+  CallOk(c, {{"op", "ping"}});
+}
+
 TEST_CASE("quick_check runs at startup after kill -9, not after a clean stop",
           "[integration]") {
   RunningDaemon d;
   const std::string marker = d.daemon.db_path() + ".running";
+  WaitServing(d.daemon);
   CHECK(FileExists(marker));
   CHECK(d.daemon.Stop() == 0);
   CHECK_FALSE(FileExists(marker));
   REQUIRE(d.daemon.Restart());
   CHECK_THAT(d.daemon.log(), Catch::Contains("quick_check skipped"));
+  WaitServing(d.daemon);
   d.daemon.Kill9();
   CHECK(FileExists(marker));
   REQUIRE(d.daemon.Restart());
