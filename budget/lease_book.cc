@@ -36,10 +36,6 @@ uint64_t LeaseBook::OwnNumber(std::string_view id) const {
   return n;
 }
 
-LeaseBook::Slot* LeaseBook::OwnSlot(std::string_view id) {
-  return const_cast<Slot*>(std::as_const(*this).OwnSlot(id));
-}
-
 const LeaseBook::Slot* LeaseBook::OwnSlot(std::string_view id) const {
   uint64_t n = OwnNumber(id);
   if (n < base_ || n - base_ >= ring_.size()) return nullptr;
@@ -47,7 +43,11 @@ const LeaseBook::Slot* LeaseBook::OwnSlot(std::string_view id) const {
 }
 
 LeaseBook::Slot* LeaseBook::SlotOf(std::string_view id) {
-  if (Slot* s = OwnSlot(id)) return s;
+  return const_cast<Slot*>(std::as_const(*this).SlotOf(id));
+}
+
+const LeaseBook::Slot* LeaseBook::SlotOf(std::string_view id) const {
+  if (const Slot* s = OwnSlot(id)) return s;
   if (other_.empty()) return nullptr;
   auto it = other_.find(std::string(id));
   return it == other_.end() ? nullptr : &it->second;
@@ -98,20 +98,12 @@ Lease* LeaseBook::Find(std::string_view id) {
 }
 
 const Lease* LeaseBook::Find(std::string_view id) const {
-  const Slot* s = OwnSlot(id);
-  if (s == nullptr && !other_.empty()) {
-    auto it = other_.find(std::string(id));
-    if (it != other_.end()) s = &it->second;
-  }
+  const Slot* s = SlotOf(id);
   return s != nullptr && !s->settled ? s->lease.get() : nullptr;
 }
 
 const Settlement* LeaseBook::FindSettled(std::string_view id) const {
-  const Slot* s = OwnSlot(id);
-  if (s == nullptr && !other_.empty()) {
-    auto it = other_.find(std::string(id));
-    if (it != other_.end()) s = &it->second;
-  }
+  const Slot* s = SlotOf(id);
   return s != nullptr && s->settled ? &s->result : nullptr;
 }
 

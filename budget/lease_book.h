@@ -89,9 +89,10 @@ class LeaseBook {
 
   // This run's number of `id`, or 0 when it is not one of this run's ids.
   uint64_t OwnNumber(std::string_view id) const;
-  Slot* OwnSlot(std::string_view id);
   const Slot* OwnSlot(std::string_view id) const;
+  // This run's slot of `id`, else an earlier run's; nullptr when neither.
   Slot* SlotOf(std::string_view id);
+  const Slot* SlotOf(std::string_view id) const;
   void List(Slot& slot, uint64_t number, const std::string& id);
   void Recycle(std::unique_ptr<Lease> lease);
   // Moves expiry_cursor_ to the first open in-order slot.
