@@ -123,6 +123,7 @@ struct Bench {
   int64_t lease_ttl_us;
   int64_t now_us = kStartUs;
   Batch batch;
+  AcquireOutcome outcome;  // reused, as the daemon reuses its own
 
   // Drains the dirty marks and forgets settled leases past the TTL, as the
   // daemon's flush and housekeeping timers do.
@@ -175,14 +176,14 @@ std::unique_ptr<Bench> MakeBench(int64_t subjects, bool hierarchy,
                                      int64_t first, int n, int64_t subjects,
                                      std::vector<std::string>* leases,
                                      uint64_t* granted) {
+  // One outcome for all, as the daemon keeps one.
+  AcquireOutcome& out = b->outcome;
   for (int k = 0; k < n; ++k) {
     SetSubject(req, (first + k) % subjects);
-    Result<AcquireOutcome> r = b->engine.Acquire(*req, ++b->now_us);
-    if (r.ok() && r.value().granted) {
+    Status s = b->engine.Acquire(*req, ++b->now_us, &out);
+    if (s.ok() && out.granted) {
       ++*granted;
-      if (!r.value().lease.empty()) {
-        leases->push_back(std::move(r.value().lease));
-      }
+      if (!out.lease.empty()) leases->push_back(std::move(out.lease));
     }
   }
 }

@@ -30,15 +30,6 @@ Reason ReasonFor(const LimitSpec& spec, Verdict v) {
   }
 }
 
-// Orders denials: a request is granted only when every limit admits, so the
-// binding one is the one that frees last; "never" binds hardest.
-bool Worse(const Denial& a, const Denial& b) {
-  auto rank = [](const Denial& d) {
-    return d.retry_after_us == kNever ? INT64_MAX : d.retry_after_us;
-  };
-  return rank(a) > rank(b);
-}
-
 }  // namespace
 
 std::string_view ReasonName(Reason r) {
@@ -229,8 +220,17 @@ void Engine::BumpLimitsGen() {
   limits_gen_ = 1;
 }
 
-Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
-                                       int64_t now_us) {
+Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
+                       AcquireOutcome* out) {
+  out->granted = false;
+  out->lease.clear();
+  out->denial.reason = Reason::kRateLimited;
+  out->denial.scope.clear();
+  out->denial.limit.clear();
+  out->denial.retry_after_us = kNever;
+  out->denial.cause.clear();
+  out->remaining = Remaining{};
+  out->shadow.clear();
   if (std::vector<std::string> missing = MissingFor(req); !missing.empty()) {
     return Status::Unavailable("subject: " + missing.front() +
                                " is not in memory; load it first");
@@ -273,52 +273,62 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
 
   // Scratch vectors reused across calls: a steady state allocates nothing
   // for them.
-  std::vector<std::string>& scopes = scratch_scopes_;
-  if (Status s = SubjectScopes(req, &scopes); !s.ok()) return s;
-  std::vector<Subject*>& subjects = scratch_subjects_;
+  std::vector<Resident>& subjects = scratch_subjects_;
+  if (Status s = UseSubjects(req, new_task ? nullptr : &task_it->second,
+                             now_us, &subjects);
+      !s.ok()) {
+    return s;
+  }
   std::vector<Applied>& applied = scratch_applied_;
-  subjects.clear();
   applied.clear();
-  for (const std::string& scope : scopes) {
-    Subject& subject = Touch(scope, now_us, 0);
-    subjects.push_back(&subject);
-    Resolve(scope, subject, now_us);
+  for (const Resident& r : subjects) {
+    Subject& subject = *r.subject;
+    Resolve(*r.scope, subject, now_us);
     if (subject.policy == nullptr) continue;
     const auto& limits = subject.policy->limits;
     for (size_t i = 0; i < limits.size(); ++i) {
       Limiter* limiter = i < kCachedLimiters
                              ? subject.limiters[i]
-                             : Instance(scope, limits[i], now_us, true);
-      applied.push_back(Applied{&scope, &limits[i], limiter});
+                             : Instance(*r.scope, limits[i], now_us, true);
+      applied.push_back(Applied{r.scope, &limits[i], limiter});
     }
   }
 
-  AcquireOutcome out;
-  std::optional<Denial> worst;
-  for (Applied& a : applied) {
+  // The binding denial: a request is granted only when every limit admits,
+  // so it is the one that frees last; "never" binds hardest.
+  const Applied* worst = nullptr;
+  Decision worst_decision;
+  auto rank = [](const Decision& d) {
+    return d.verdict == Verdict::kTooLarge || d.retry_after_us == kNever
+               ? INT64_MAX
+               : d.retry_after_us;
+  };
+  for (const Applied& a : applied) {
     Decision d = a.limiter->Check(AmountFor(a.spec->resource, want), now_us);
     if (d.verdict == Verdict::kAdmit) continue;
     if (a.spec->shadow) {
-      out.shadow.push_back(*a.scope + "/" + a.spec->name);
+      out->shadow.push_back(*a.scope + "/" + a.spec->name);
       continue;
     }
-    Denial denial{ReasonFor(*a.spec, d.verdict), *a.scope, a.spec->name,
-                  d.verdict == Verdict::kTooLarge ? kNever : d.retry_after_us,
-                  ""};
-    if (d.verdict == Verdict::kTooLarge) {
-      worst = denial;
-      break;  // nothing can bind harder than "never, whatever happens"
+    if (worst == nullptr || d.verdict == Verdict::kTooLarge ||
+        rank(d) > rank(worst_decision)) {
+      worst = &a;
+      worst_decision = d;
     }
-    if (!worst || Worse(denial, *worst)) worst = denial;
+    if (d.verdict == Verdict::kTooLarge) break;  // nothing binds harder
   }
-  if (worst) {
-    out.granted = false;
-    out.denial = *worst;
-    return out;
+  if (worst != nullptr) {
+    const bool too_large = worst_decision.verdict == Verdict::kTooLarge;
+    Denial& denial = out->denial;
+    denial.reason = ReasonFor(*worst->spec, worst_decision.verdict);
+    denial.scope = *worst->scope;
+    denial.limit = worst->spec->name;
+    denial.retry_after_us = too_large ? kNever : worst_decision.retry_after_us;
+    return Status::Ok();
   }
   if (req.dry_run) {
-    out.granted = true;
-    return out;
+    out->granted = true;
+    return Status::Ok();
   }
   if (static_cast<int64_t>(leases_.open()) >= max_open_leases_) {
     // Nothing was charged yet: refused whole, like any error.
@@ -341,7 +351,10 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
   lease.tokens = want.tokens;
   lease.usd_nano = want.usd_nano;
   lease.granted_at_us = now_us;
-  lease.scopes = scopes;
+  lease.scopes.resize(subjects.size());
+  for (size_t i = 0; i < subjects.size(); ++i) {
+    lease.scopes[i] = *subjects[i].scope;
+  }
   lease.charges.resize(applied.size());
   for (size_t i = 0; i < applied.size(); ++i) {
     Applied& a = applied[i];
@@ -355,25 +368,25 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& req,
     charge.amount = amount;
     charge.limiter = a.limiter;
     std::optional<int64_t>* slot =
-        a.spec->resource == Resource::kRequests ? &out.remaining.requests
-        : a.spec->resource == Resource::kTokens ? &out.remaining.tokens
-                                                : &out.remaining.usd_nano;
+        a.spec->resource == Resource::kRequests ? &out->remaining.requests
+        : a.spec->resource == Resource::kTokens ? &out->remaining.tokens
+                                                : &out->remaining.usd_nano;
     if (a.spec->shadow) continue;
     int64_t remaining = a.limiter->Remaining(now_us);
     if (!*slot || remaining < **slot) *slot = remaining;
   }
-  for (Subject* subject : subjects) {
-    ++subject->leases;
-    AddTotals(subject->reserved, want, 1);
+  for (const Resident& r : subjects) {
+    ++r.subject->leases;
+    AddTotals(r.subject->reserved, want, 1);
   }
   if (new_task) {
-    tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000};
+    tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000, {}, {}};
     dirty_tasks_.insert(req.task);
   }
   ++mutations_;
-  out.granted = true;
-  out.lease = lease.id;
-  return out;
+  out->granted = true;
+  out->lease = lease.id;
+  return Status::Ok();
 }
 
 void Engine::AddTotals(Totals& dst, const Totals& t, int sign) {

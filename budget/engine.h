@@ -31,6 +31,7 @@
 #include "budget/limiter.h"
 #include "budget/pricing.h"
 #include "budget/scope_filter.h"
+#include "budget/scope_key.h"
 #include "common/records.h"
 #include "common/status.h"
 
@@ -160,7 +161,15 @@ class Engine {
   // Checks every applicable limit and charges all of them, or none. Errors:
   // kForbidden (the task belongs to another user, or the parent does),
   // kBadRequest (an unknown model, a bad parent). A refusal is not an error.
-  Result<AcquireOutcome> Acquire(const AcquireRequest& request, int64_t now_us);
+  // `out` is reset first; reusing one keeps its strings' capacity.
+  Status Acquire(const AcquireRequest& request, int64_t now_us,
+                 AcquireOutcome* out);
+  Result<AcquireOutcome> Acquire(const AcquireRequest& request,
+                                 int64_t now_us) {
+    AcquireOutcome out;
+    if (Status s = Acquire(request, now_us, &out); !s.ok()) return s;
+    return out;
+  }
   // Settles a lease with its real usage. A lease settled before answers its
   // first result with duplicate set. Error: kUnknownLease.
   Result<Settlement> Commit(const CommitRequest& request, int64_t now_us);
@@ -259,10 +268,22 @@ class Engine {
   size_t task_count() const { return tasks_.size(); }
 
  private:
+  struct Subject;
+  struct Resident {  // a subject in memory and its scope (the map's key)
+    const std::string* scope = nullptr;
+    Subject* subject = nullptr;
+  };
+  // A subject looked up once and kept while no subject leaves memory.
+  struct CachedSubject {
+    uint64_t epoch = 0;  // subject_epoch_ when looked up (0: never)
+    Resident resident;
+  };
   struct TaskInfo {
     std::string user;
     std::string parent;
     int64_t created_ms = 0;
+    CachedSubject self;   // "task:" + its name
+    CachedSubject owner;  // "user:" + user
   };
   // How many of a subject's limiters it keeps pointers to; a policy with
   // more has the rest looked up by key on each acquire.
@@ -280,7 +301,7 @@ class Engine {
     bool spend_unsaved = false;  // listed in dirty_spend_
   };
   struct Applied {  // one limit that applies to a request
-    const std::string* scope;  // into the scopes CollectLimits was given
+    const std::string* scope;  // a map key, or into CollectLimits' scopes
     const LimitSpec* spec;
     Limiter* limiter;  // nullptr when not yet instantiated
   };
@@ -298,6 +319,18 @@ class Engine {
   // Marks `scope` used now (adding it when new); `leases` is added to its
   // open-lease count.
   Subject& Touch(const std::string& scope, int64_t now_us, int leases);
+  // The same for `prefix` + `name`, without building the scope unless it is
+  // new.
+  Resident Use(std::string_view prefix, std::string_view name,
+               int64_t now_us);
+  // The same through `cache`, looking up only when a subject has left
+  // memory since it was filled.
+  Resident Use(CachedSubject& cache, std::string_view prefix,
+               std::string_view name, int64_t now_us);
+  // Acquire's subjects, most general first (as SubjectScopes), marked used
+  // now; `task` is the request's task when it is known.
+  Status UseSubjects(const AcquireRequest& request, TaskInfo* task,
+                     int64_t now_us, std::vector<Resident>* out);
   bool Evictable(const std::string& scope, const Subject& s,
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
@@ -334,8 +367,12 @@ class Engine {
   uint32_t limits_gen_ = 1;  // never 0, the value of "never resolved"
   void BumpLimitsGen();
   // Acquire's working vectors, kept for their capacity.
-  std::vector<std::string> scratch_scopes_;
-  std::vector<Subject*> scratch_subjects_;
+  struct Ancestor {
+    const std::string* name;
+    TaskInfo* info;  // nullptr: not in memory
+  };
+  std::vector<Ancestor> scratch_ancestors_;
+  std::vector<Resident> scratch_subjects_;
   std::vector<Applied> scratch_applied_;
 
   std::map<std::string, Policy> policies_;
@@ -348,7 +385,11 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<Limiter>> limiters_;
   LeaseBook leases_;  // open, and settled ones for duplicate answers
 
-  std::unordered_map<std::string, Subject> subjects_;
+  std::unordered_map<std::string, Subject, ScopeHash, ScopeEq> subjects_;
+  // Moves on whenever a subject leaves memory: CachedSubject pointers
+  // filled before are stale.
+  uint64_t subject_epoch_ = 1;
+  CachedSubject global_;
   ScopeFilter stored_;
   size_t evict_cursor_ = 0;
   uint64_t evictions_ = 0;

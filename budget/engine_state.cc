@@ -8,7 +8,7 @@
 namespace brake {
 
 void Engine::RestoreTask(const TaskRow& row) {
-  tasks_[row.task] = TaskInfo{row.user, row.parent, row.created_ms};
+  tasks_[row.task] = TaskInfo{row.user, row.parent, row.created_ms, {}, {}};
 }
 
 void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {

@@ -32,6 +32,73 @@ Engine::Subject& Engine::Touch(const std::string& scope, int64_t now_us,
   return s;
 }
 
+Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
+                             int64_t now_us) {
+  auto it = subjects_.find(ScopeRef{prefix, name});
+  if (it == subjects_.end()) {
+    std::string scope;
+    scope.reserve(prefix.size() + name.size());
+    scope.append(prefix).append(name);
+    it = subjects_.emplace(std::move(scope), Subject{}).first;
+  }
+  Subject& s = it->second;
+  s.used_us = std::max(s.used_us, now_us);
+  return Resident{&it->first, &s};
+}
+
+Engine::Resident Engine::Use(CachedSubject& cache, std::string_view prefix,
+                             std::string_view name, int64_t now_us) {
+  if (cache.epoch != subject_epoch_) {
+    cache.resident = Use(prefix, name, now_us);
+    cache.epoch = subject_epoch_;
+    return cache.resident;
+  }
+  Subject& s = *cache.resident.subject;
+  s.used_us = std::max(s.used_us, now_us);
+  return cache.resident;
+}
+
+Status Engine::UseSubjects(const AcquireRequest& req, TaskInfo* task,
+                           int64_t now_us, std::vector<Resident>* out) {
+  // The ancestors first, so that a tree too deep changes nothing: the
+  // recorded parent chain, or for a new task the named parent, up to the
+  // first task not in memory.
+  std::vector<Ancestor>& ancestors = scratch_ancestors_;
+  ancestors.clear();
+  const std::string* parent = task != nullptr ? &task->parent : &req.parent;
+  while (!parent->empty()) {
+    if (ancestors.size() >= kMaxAncestorWalk) {
+      return Status::BadRequest("parent: task tree deeper than " +
+                                std::to_string(kMaxAncestorWalk));
+    }
+    auto it = tasks_.find(*parent);
+    ancestors.push_back(
+        Ancestor{parent, it == tasks_.end() ? nullptr : &it->second});
+    if (it == tasks_.end()) break;
+    parent = &it->second.parent;
+  }
+  // A known task keeps its own subject and its user's (every task of a
+  // request's chain belongs to the request's user).
+  out->clear();
+  out->push_back(Use(global_, "", "global", now_us));
+  if (task != nullptr) {
+    out->push_back(Use(task->owner, "user:", req.user, now_us));
+    out->push_back(Use(task->self, kTaskPrefix, req.task, now_us));
+  } else {
+    out->push_back(Use("user:", req.user, now_us));
+    out->push_back(Use(kTaskPrefix, req.task, now_us));
+  }
+  for (const Ancestor& a : ancestors) {
+    out->push_back(a.info != nullptr
+                       ? Use(a.info->self, kTaskPrefix, *a.name, now_us)
+                       : Use(kTaskPrefix, *a.name, now_us));
+  }
+  if (!req.resource.empty()) {
+    out->push_back(Use("resource:", req.resource, now_us));
+  }
+  return Status::Ok();
+}
+
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
   if (stored_.empty()) return out;  // nothing was ever stored or evicted
@@ -141,6 +208,7 @@ void Engine::Evict(const std::string& scope) {
   }
   stored_.Add(scope);
   subjects_.erase(scope);
+  ++subject_epoch_;
   ++evictions_;
 }
 

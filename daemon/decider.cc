@@ -110,12 +110,12 @@ void Decider::Touch(const std::string& scope, breaker::Breaker* b,
   }
 }
 
-Result<AcquireOutcome> Decider::Acquire(const AcquireRequest& request,
-                                        uint64_t conn, int64_t now_us) {
+Status Decider::Acquire(const AcquireRequest& request, uint64_t conn,
+                        int64_t now_us, AcquireOutcome* out) {
   // No breaker exists and no policy makes one: For() would find none for
   // any scope, so skip building the scopes to ask.
   if (specs_.empty() && breakers_.empty()) {
-    return engine_->Acquire(request, now_us);
+    return engine_->Acquire(request, now_us, out);
   }
   std::vector<std::string> scopes;
   if (Status s = engine_->ScopesFor(request, &scopes); !s.ok()) return s;
@@ -131,21 +131,22 @@ Result<AcquireOutcome> Decider::Acquire(const AcquireRequest& request,
     breaker::Admission a = b->Check(now_us);
     Touch(scope, b, /*changed=*/false);  // only a transition is a change
     if (!a.admit) {
-      AcquireOutcome out;
-      out.granted = false;
+      *out = AcquireOutcome{};
       // Half-open with every probe slot taken: when it frees is unknown,
       // but it is not "never"; suggest one open period.
-      out.denial = Denial{Reason::kBreakerOpen, scope, "breaker",
-                          a.retry_after_us == breaker::kNever
-                              ? b->spec().open_ms * 1000
-                              : a.retry_after_us,
-                          std::string(breaker::CauseName(a.cause))};
-      return out;
+      out->denial = Denial{Reason::kBreakerOpen, scope, "breaker",
+                           a.retry_after_us == breaker::kNever
+                               ? b->spec().open_ms * 1000
+                               : a.retry_after_us,
+                           std::string(breaker::CauseName(a.cause))};
+      return Status::Ok();
     }
     asked.push_back({scope, b, a.probe});
   }
-  auto outcome = engine_->Acquire(request, now_us);
-  if (!outcome.ok() || !outcome->granted || request.dry_run) return outcome;
+  if (Status s = engine_->Acquire(request, now_us, out);
+      !s.ok() || !out->granted || request.dry_run) {
+    return s;
+  }
   Probe probe;
   probe.conn = conn;
   for (Asked& a : asked) {
@@ -153,7 +154,7 @@ Result<AcquireOutcome> Decider::Acquire(const AcquireRequest& request,
     if (a.probe) probe.scopes.push_back(a.scope);
     Touch(a.scope, a.b, true);
   }
-  if (!probe.scopes.empty()) probes_[outcome->lease] = std::move(probe);
+  if (!probe.scopes.empty()) probes_[out->lease] = std::move(probe);
   if (!request.fingerprint.empty()) {
     std::string task_scope = "task:" + request.task;
     if (breaker::Breaker* b = For(task_scope, false)) {
@@ -161,7 +162,7 @@ Result<AcquireOutcome> Decider::Acquire(const AcquireRequest& request,
       Touch(task_scope, b, true);
     }
   }
-  return outcome;
+  return Status::Ok();
 }
 
 Result<Settlement> Decider::Commit(const CommitRequest& request,

@@ -52,9 +52,16 @@ class Decider {
   bool DeletePolicy(const std::string& scope);
 
   // As Engine::Acquire, with breakers in front. `conn` is the connection
-  // asking (its probe slots are released if it goes away).
+  // asking (its probe slots are released if it goes away). `out` is reset
+  // first; reusing one keeps its strings' capacity.
+  Status Acquire(const AcquireRequest& request, uint64_t conn, int64_t now_us,
+                 AcquireOutcome* out);
   Result<AcquireOutcome> Acquire(const AcquireRequest& request, uint64_t conn,
-                                 int64_t now_us);
+                                 int64_t now_us) {
+    AcquireOutcome out;
+    if (Status s = Acquire(request, conn, now_us, &out); !s.ok()) return s;
+    return out;
+  }
   // As Engine::Commit, then feeds the breakers (not for duplicates).
   Result<Settlement> Commit(const CommitRequest& request,
                             int64_t retry_after_ms, int64_t now_us);

@@ -127,6 +127,7 @@ class Dispatcher {
   // strings' capacity instead of allocating.
   FastRequest fast_request_;
   AcquireRequest fast_acquire_;
+  AcquireOutcome fast_outcome_;
   CommitRequest fast_commit_;
 };
 

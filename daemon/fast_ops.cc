@@ -136,11 +136,10 @@ bool FastOps::Acquire(Dispatcher& d, const Peer& peer, int64_t now_us,
     return false;  // memory full: refused, and counted, by the general path
   }
   const FastValue* id = r.Find("id");
-  auto outcome = d.decider_.Acquire(a, peer.conn, now_us);
-  if (!outcome.ok()) {
+  AcquireOutcome* outcome = &d.fast_outcome_;
+  if (Status s = d.decider_.Acquire(a, peer.conn, now_us, outcome); !s.ok()) {
     ++d.counters_.errors;
-    out->append(ErrorLineWithId(IdJson(id), outcome.status().code(),
-                                outcome.status().message()));
+    out->append(ErrorLineWithId(IdJson(id), s.code(), s.message()));
     return true;
   }
   d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,

@@ -145,6 +145,37 @@ TEST_CASE("engine residency: what stays in memory", "[engine][subjects]") {
   }
 }
 
+TEST_CASE("engine residency: a task's user leaves memory while the task "
+          "stays", "[engine][subjects]") {
+  // A known task keeps pointers to its own subject and its user's: they
+  // must not outlive the user's eviction.
+  Engine e("L", kTtlUs);
+  Configure(e);
+  FakeStore store;
+  const int64_t later = kT0 + 2 * kIdleUs;
+  // The second acquire of a known task is the one that keeps the pointers.
+  Commit(e, Grant(e, Req("alice", "t1", 4), kT0), 4, kT0);
+  Commit(e, Grant(e, Req("alice", "t1", 6), kT0), 6, kT0);
+  store.Apply(e);
+  e.Reset("task:t1", later - 1);  // the task is used since; its user is not
+  store.Apply(e);
+  REQUIRE(e.EvictIdle(later, kIdleUs, kScanAll) == 1);
+  REQUIRE(e.IsResident("task:t1"));
+  REQUIRE_FALSE(e.IsResident("user:alice"));
+  // Another user comes first, likely in the memory alice's subject had.
+  std::string bobs = Grant(e, Req("bob", "b1", 5), later);
+  std::vector<std::string> missing = e.MissingFor(Req("alice", "t1", 1));
+  CHECK(missing == std::vector<std::string>{"user:alice"});
+  e.RestoreSubjects(store.Load(missing), later);
+  // 10 of alice's 1000 tokens were spent before she left.
+  CHECK(Deny(e, Req("alice", "t1", 991), later).scope == "user:alice");
+  Commit(e, Grant(e, Req("alice", "t1", 990), later), 990, later);
+  CHECK(e.SpendOf("user:alice").tokens == 1000);
+  CHECK(e.SpendOf("task:t1").tokens == 990);  // the reset cleared its 10
+  Commit(e, bobs, 5, later);
+  CHECK(e.SpendOf("user:bob").tokens == 5);
+}
+
 TEST_CASE("engine residency: loaded rows never overwrite newer memory",
           "[engine][subjects]") {
   Engine e("L", kTtlUs);

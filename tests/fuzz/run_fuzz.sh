@@ -23,6 +23,10 @@ case $target in
   config | policy) max_len=2048 ;;
   *) echo "run_fuzz.sh: unknown target $target" >&2; exit 2 ;;
 esac
+# Shorter allocation stacks in ASan reports: about 10% more executions per
+# second, and a report still names the allocating function.
+ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=5}
+export ASAN_OPTIONS
 mkdir -p "$work/corpus" "$work/artifacts"
 cd "$work"
 rm -f fuzz-*.log
