@@ -1,5 +1,7 @@
 #include "daemon/fast_ops.h"
 
+#include <vector>
+
 #include "daemon/fast_reply.h"
 #include "daemon/json_fields.h"
 #include "daemon/ops.h"
@@ -15,16 +17,16 @@ bool Given(const FastValue* v) {
 }
 
 // As ops.cc's Str / Int / OptInt: absent and null alike.
-std::string_view Text(const FastRequest& r, std::string_view key) {
-  const FastValue* v = r.Find(key);
+std::string_view Text(const FastRequest& r, FastKey key) {
+  const FastValue* v = r.Get(key);
   return Given(v) ? v->text : std::string_view();
 }
-int64_t Int(const FastRequest& r, std::string_view key, int64_t fallback) {
-  const FastValue* v = r.Find(key);
+int64_t Int(const FastRequest& r, FastKey key, int64_t fallback) {
+  const FastValue* v = r.Get(key);
   return Given(v) ? v->number : fallback;
 }
-std::optional<int64_t> OptInt(const FastRequest& r, std::string_view key) {
-  const FastValue* v = r.Find(key);
+std::optional<int64_t> OptInt(const FastRequest& r, FastKey key) {
+  const FastValue* v = r.Get(key);
   if (!Given(v)) return std::nullopt;
   return v->number;
 }
@@ -38,13 +40,25 @@ bool OneOf(std::string_view value, std::string_view choices) {
   }
 }
 
+// An op's fields with their FastKeys, looked up once.
+struct FastFields {
+  explicit FastFields(const Dispatcher::Op& op) : op(&op) {
+    for (const FieldSpec& f : op.fields) keys.push_back(FastKeyOf(f.name));
+  }
+  const Dispatcher::Op* op;
+  std::vector<FastKey> keys;  // kUnknown: a field the fast path never sees
+};
+
 // True when ValidateFields would pass `r` against `op` and `r` has no
 // member the op does not know (those are left to the general path, which
 // ignores them). Only the kinds these ops use are accepted.
-bool Valid(const Dispatcher::Op& op, const FastRequest& r) {
-  size_t known = 1 + (r.Find("id") != nullptr);  // "op", "id"
-  for (const FieldSpec& f : op.fields) {
-    const FastValue* v = r.Find(f.name);
+bool Valid(const FastFields& op, const FastRequest& r) {
+  size_t known = 1 + (r.Get(FastKey::kId) != nullptr);  // "op", "id"
+  const std::vector<FieldSpec>& fields = op.op->fields;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldSpec& f = fields[i];
+    const FastValue* v = op.keys[i] == FastKey::kUnknown ? nullptr
+                                                         : r.Get(op.keys[i]);
     if (v != nullptr) ++known;
     if (!Given(v)) {
       if (f.required) return false;
@@ -87,14 +101,14 @@ bool FastOps::Handle(Dispatcher& d, const Peer& peer, std::string_view line,
                      int64_t now_us, std::string* out) {
   FastRequest& r = d.fast_request_;
   if (!ScanFastRequest(line, &r)) return false;
-  static const Dispatcher::Op* const kAcquire = FindOp("acquire");
-  static const Dispatcher::Op* const kCommit = FindOp("commit");
-  static const Dispatcher::Op* const kCancel = FindOp("cancel");
-  const Dispatcher::Op* op = r.op == FastOp::kAcquire  ? kAcquire
-                             : r.op == FastOp::kCommit ? kCommit
-                                                       : kCancel;
-  if (op->admin && !peer.admin) return false;
-  if (!Valid(*op, r)) return false;
+  static const FastFields kAcquire(*FindOp("acquire"));
+  static const FastFields kCommit(*FindOp("commit"));
+  static const FastFields kCancel(*FindOp("cancel"));
+  const FastFields& op = r.op == FastOp::kAcquire  ? kAcquire
+                         : r.op == FastOp::kCommit ? kCommit
+                                                   : kCancel;
+  if (op.op->admin && !peer.admin) return false;
+  if (!Valid(op, r)) return false;
   bool answered = false;
   switch (r.op) {
     case FastOp::kAcquire:
@@ -117,17 +131,17 @@ bool FastOps::Acquire(Dispatcher& d, const Peer& peer, int64_t now_us,
                       std::string* out) {
   const FastRequest& r = d.fast_request_;
   if (!d.storage_ok_) return false;  // unavailable, or fail-open counting
-  if (Int(r, "wait_ms", 0) > 0) return false;  // the waiters' business
+  if (Int(r, FastKey::kWaitMs, 0) > 0) return false;  // the waiters' business
   AcquireRequest& a = d.fast_acquire_;
-  a.user.assign(Text(r, "user"));
+  a.user.assign(Text(r, FastKey::kUser));
   if (!MayActAs(peer, *d.config_, a.user).ok()) return false;
-  a.task.assign(Text(r, "task"));
-  a.resource.assign(Text(r, "resource"));
-  a.model.assign(Text(r, "model"));
-  a.parent.assign(Text(r, "parent"));
-  a.fingerprint.assign(Text(r, "fingerprint"));
-  a.tokens = Int(r, "tokens", 0);
-  a.requests = Int(r, "requests", 1);
+  a.task.assign(Text(r, FastKey::kTask));
+  a.resource.assign(Text(r, FastKey::kResource));
+  a.model.assign(Text(r, FastKey::kModel));
+  a.parent.assign(Text(r, FastKey::kParent));
+  a.fingerprint.assign(Text(r, FastKey::kFingerprint));
+  a.tokens = Int(r, FastKey::kTokens, 0);
+  a.requests = Int(r, FastKey::kRequests, 1);
   a.dry_run = false;
   if (!d.engine_->MissingFor(a).empty()) return false;  // load first
   if (static_cast<int64_t>(d.engine_->resident_subjects()) >=
@@ -135,7 +149,7 @@ bool FastOps::Acquire(Dispatcher& d, const Peer& peer, int64_t now_us,
       d.engine_->AddsSubjects(a)) {
     return false;  // memory full: refused, and counted, by the general path
   }
-  const FastValue* id = r.Find("id");
+  const FastValue* id = r.Get(FastKey::kId);
   AcquireOutcome* outcome = &d.fast_outcome_;
   if (Status s = d.decider_.Acquire(a, peer.conn, now_us, outcome); !s.ok()) {
     ++d.counters_.errors;
@@ -156,22 +170,22 @@ bool FastOps::Commit(Dispatcher& d, const Peer& peer, int64_t now_us,
                      std::string* out) {
   const FastRequest& r = d.fast_request_;
   CommitRequest& c = d.fast_commit_;
-  c.lease.assign(Text(r, "lease"));
+  c.lease.assign(Text(r, FastKey::kLease));
   if (const Lease* lease = d.engine_->FindLease(c.lease)) {
     if (!MayActAs(peer, *d.config_, lease->user).ok()) return false;
   }
-  c.tokens = OptInt(r, "tokens");
-  c.input_tokens = OptInt(r, "input_tokens");
-  c.output_tokens = OptInt(r, "output_tokens");
-  c.latency_ms = Int(r, "latency_ms", -1);
-  std::string_view outcome = Text(r, "outcome");
+  c.tokens = OptInt(r, FastKey::kTokens);
+  c.input_tokens = OptInt(r, FastKey::kInputTokens);
+  c.output_tokens = OptInt(r, FastKey::kOutputTokens);
+  c.latency_ms = Int(r, FastKey::kLatencyMs, -1);
+  std::string_view outcome = Text(r, FastKey::kOutcome);
   c.outcome.assign(outcome.empty() ? std::string_view("ok") : outcome);
   if (c.tokens && (c.input_tokens || c.output_tokens) &&
       *c.tokens < c.input_tokens.value_or(0) + c.output_tokens.value_or(0)) {
     return false;  // bad_request, worded by the general path
   }
-  const FastValue* id = r.Find("id");
-  auto s = d.decider_.Commit(c, Int(r, "retry_after_ms", 0), now_us);
+  const FastValue* id = r.Get(FastKey::kId);
+  auto s = d.decider_.Commit(c, Int(r, FastKey::kRetryAfterMs, 0), now_us);
   if (!s.ok()) {
     ++d.counters_.errors;
     out->append(
@@ -193,11 +207,11 @@ bool FastOps::Cancel(Dispatcher& d, const Peer& peer, int64_t now_us,
                      std::string* out) {
   const FastRequest& r = d.fast_request_;
   std::string& lease_id = d.fast_commit_.lease;
-  lease_id.assign(Text(r, "lease"));
+  lease_id.assign(Text(r, FastKey::kLease));
   if (const Lease* lease = d.engine_->FindLease(lease_id)) {
     if (!MayActAs(peer, *d.config_, lease->user).ok()) return false;
   }
-  const FastValue* id = r.Find("id");
+  const FastValue* id = r.Get(FastKey::kId);
   auto dup = d.decider_.Cancel(lease_id, now_us);
   if (!dup.ok()) {
     ++d.counters_.errors;

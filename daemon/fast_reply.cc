@@ -3,8 +3,10 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/json_plain.h"
 #include "daemon/json_fields.h"
 
 namespace brake {
@@ -101,6 +103,15 @@ bool AppendDenied(const FastValue* id, const AcquireOutcome& o,
 
 bool AppendJsonString(std::string_view s, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
+  if (IsPlainJsonText(s)) {  // the common case: copied whole
+    const size_t at = out->size();
+    out->resize(at + s.size() + 2);
+    char* p = out->data() + at;
+    *p = '"';
+    std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    return true;
+  }
   out->push_back('"');
   size_t run = 0;  // start of the bytes not yet copied
   bool high = false;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/json_plain.h"
+
 namespace brake {
 namespace {
 
@@ -21,13 +23,16 @@ class Scanner {
       if (out_->count == kMaxFastFields) return false;
       std::string_view key;
       if (!Key(&key)) return false;
-      if (out_->Find(key) != nullptr) return false;  // duplicate: last wins there
+      const FastKey known = FastKeyOf(key);
+      if (known == FastKey::kUnknown) return false;
+      uint8_t& slot = out_->slot[static_cast<size_t>(known)];
+      if (slot != FastRequest::kAbsent) return false;  // duplicate: last wins there
       SkipSpace();
       if (!Eat(':')) return false;
       SkipSpace();
       FastValue& v = out_->values[out_->count];
       if (!Value(&v)) return false;
-      out_->keys[out_->count++] = key;
+      slot = static_cast<uint8_t>(out_->count++);
       SkipSpace();
       if (Eat(',')) {
         SkipSpace();
@@ -114,6 +119,18 @@ class Scanner {
   bool String(std::string_view* text) {
     ++pos_;  // the opening quote
     const size_t start = pos_;
+    // The commonest case of all: up to the next quote, nothing to decode
+    // or check.
+    if (const void* q = std::memchr(s_.data() + pos_, '"', s_.size() - pos_)) {
+      const size_t end = static_cast<size_t>(static_cast<const char*>(q) -
+                                             s_.data());
+      const std::string_view body = s_.substr(start, end - start);
+      if (IsPlainJsonText(body)) {
+        *text = body;
+        pos_ = end + 1;
+        return true;
+      }
+    }
     bool high = false;
     // The common case: no escape, a view into the line.
     while (pos_ < s_.size()) {
@@ -229,11 +246,29 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+FastKey FastKeyOf(std::string_view name) {
+  static constexpr std::string_view kNames[kFastKeys] = {
+      "id",       "op",           "user",          "task",
+      "tokens",   "requests",     "model",         "resource",
+      "fingerprint", "parent",    "wait_ms",       "lease",
+      "input_tokens", "output_tokens", "latency_ms", "outcome",
+      "retry_after_ms"};
+  for (size_t i = 0; i < kFastKeys; ++i) {
+    const std::string_view k = kNames[i];
+    // Length and first byte first: most names differ there.
+    if (k.size() == name.size() && k[0] == name[0] && k == name) {
+      return static_cast<FastKey>(i);
+    }
+  }
+  return FastKey::kUnknown;
+}
+
 bool ScanFastRequest(std::string_view line, FastRequest* out) {
   out->count = 0;
   out->scratch_used = 0;
+  out->slot.fill(FastRequest::kAbsent);
   if (!Scanner(line, out).Object()) return false;
-  const FastValue* op = out->Find("op");
+  const FastValue* op = out->Get(FastKey::kOp);
   if (op == nullptr || op->kind != FastValue::Kind::kString) return false;
   if (op->text == "acquire") {
     out->op = FastOp::kAcquire;
@@ -247,7 +282,7 @@ bool ScanFastRequest(std::string_view line, FastRequest* out) {
   out->op_name = op->text;
   // An id must be a string or an integer; anything else is an error the
   // slow path words.
-  const FastValue* id = out->Find("id");
+  const FastValue* id = out->Get(FastKey::kId);
   return id == nullptr || id->kind != FastValue::Kind::kNull;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/json_plain.h"
 #include "daemon/breaker_codec.h"
 #include "daemon/json_fields.h"
 
@@ -256,7 +257,9 @@ namespace {
 // strlen per piece.
 class LeaseWriter {
  public:
-  explicit LeaseWriter(const Lease& l) {
+  // `buf` is reused across leases: grown to the worst case when short,
+  // never shrunk or zero-filled again.
+  LeaseWriter(const Lease& l, std::string* buf) : out_(*buf) {
     size_t strings = l.id.size() + l.user.size() + l.task.size() +
                      l.parent.size() + l.resource.size() + l.model.size() +
                      l.fingerprint.size();
@@ -264,7 +267,8 @@ class LeaseWriter {
     for (const LeaseCharge& c : l.charges) {
       strings += c.scope.size() + c.limit.size() + 40;
     }
-    out_.resize(6 * strings + 512);  // 512: keys, punctuation, integers
+    const size_t worst = 6 * strings + 512;  // 512: keys, punctuation, integers
+    if (out_.size() < worst) out_.resize(worst);
     p_ = out_.data();
   }
   template <size_t N>
@@ -275,6 +279,12 @@ class LeaseWriter {
   void Char(char c) { *p_++ = c; }
   void String(std::string_view v) {
     *p_++ = '"';
+    if (IsPlainJsonText(v)) {  // the common case: copied whole
+      std::memcpy(p_, v.data(), v.size());
+      p_ += v.size();
+      *p_++ = '"';
+      return;
+    }
     for (char ch : v) {
       unsigned char c = static_cast<unsigned char>(ch);
       if (c >= 0x20 && c != '"' && c != '\\') {
@@ -293,13 +303,13 @@ class LeaseWriter {
     *p_++ = '"';
   }
   void Int(int64_t v) { p_ = std::to_chars(p_, p_ + 24, v).ptr; }
-  std::string Take() {
-    out_.resize(static_cast<size_t>(p_ - out_.data()));
-    return std::move(out_);
+  // The lease written, in a string of its own size.
+  std::string Take() const {
+    return std::string(out_.data(), static_cast<size_t>(p_ - out_.data()));
   }
 
  private:
-  std::string out_;
+  std::string& out_;
   char* p_;
 };
 
@@ -308,7 +318,8 @@ class LeaseWriter {
 // Written by hand: it runs for every granted acquire, on the loop thread
 // (a nlohmann object per lease cost more than the whole decision).
 std::string EncodeLease(const Lease& l) {
-  LeaseWriter w(l);
+  thread_local std::string buffer;
+  LeaseWriter w(l, &buffer);
   w.Literal("{\"id\":");
   w.String(l.id);
   w.Literal(",\"user\":");

@@ -62,6 +62,16 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
   if (rank == e.bucket->first) return;  // saturated
   // One up: the next bucket, or a new one just after this.
   Buckets::iterator next = std::next(e.bucket);
+  if (e.bucket->second.head == &e && e.bucket->second.tail == &e &&
+      (next == buckets_.end() || next->first > rank)) {
+    // Alone in its bucket, and no bucket has the new rank: the bucket
+    // takes the new rank (its node moved, nothing allocated), staying in
+    // order between its neighbours.
+    auto node = buckets_.extract(e.bucket);
+    node.key() = rank;
+    e.bucket = buckets_.insert(next, std::move(node));
+    return;
+  }
   Unlink(&e);
   Link(&e, rank, next);
 }
