@@ -16,6 +16,7 @@
 #include "daemon/json_fields.h"
 #include "daemon/log.h"
 #include "daemon/replies.h"
+#include "daemon/lease_codec.h"
 #include "daemon/policy_codec.h"
 
 namespace brake {

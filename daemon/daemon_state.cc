@@ -12,6 +12,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/json_fields.h"
+#include "daemon/lease_codec.h"
 #include "daemon/policy_codec.h"
 #include "daemon/replies.h"
 
@@ -52,7 +53,7 @@ Status Daemon::Restore(const Snapshot& snapshot, Store& store) {
   std::vector<Lease> leases;
   std::vector<std::string> scopes{"global"};
   for (const LeaseRow& row : snapshot.leases) {
-    auto lease = DecodeLease(row.json);
+    auto lease = DecodeLease(row.id, row.json);
     if (!lease.ok()) return lease.status();
     scopes.insert(scopes.end(), lease->scopes.begin(), lease->scopes.end());
     leases.push_back(std::move(*lease));

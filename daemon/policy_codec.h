@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "budget/engine.h"
-#include "budget/lease.h"
 #include "budget/limit_spec.h"
 #include "common/status.h"
 
@@ -36,7 +35,5 @@ Status CheckPolicyScope(const std::string& scope, const Policy& policy,
 
 nlohmann::json LimitToJson(const LimitSpec& spec);
 
-std::string EncodeLease(const Lease& lease);
-Result<Lease> DecodeLease(std::string_view text);
 
 }  // namespace brake

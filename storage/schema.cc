@@ -91,6 +91,13 @@ INSERT INTO lease_chunks(id, leases, settled)
   WHERE EXISTS (SELECT 1 FROM leases);
 DROP TABLE leases;
 )sql",
+    // 3 -> 4: lease lines are written in a compact form (format 2,
+    // daemon/lease_codec.h); lines of the old form still read. No table
+    // changes: the version keeps an older braked, which cannot read the new
+    // form, from starting on the file.
+    R"sql(
+SELECT 1;
+)sql",
 };
 
 // Ends the open transaction, if SQLite has not already ended it itself (it

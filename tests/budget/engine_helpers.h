@@ -10,6 +10,7 @@
 
 #include "budget/calendar.h"
 #include "budget/engine.h"
+#include "daemon/lease_codec.h"
 #include "daemon/policy_codec.h"
 
 namespace brake::engine_test {
@@ -195,7 +196,7 @@ inline void RestoreInto(Engine& fresh, const Batch& b, int64_t now_us) {
   for (const SpendRow& row : rows.spend) rows.scopes.push_back(row.scope);
   fresh.RestoreSubjects(rows, now_us);
   for (const LeaseRow& row : b.leases_put) {
-    auto lease = DecodeLease(row.json);
+    auto lease = DecodeLease(row.id, row.json);
     REQUIRE(lease.ok());
     fresh.RestoreLease(std::move(*lease), now_us);
   }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "budget/calendar.h"
+#include "daemon/lease_codec.h"
 #include "daemon/policy_codec.h"
 #include "tests/budget/engine_helpers.h"
 
@@ -513,7 +514,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK(b.spend_put.empty());
   REQUIRE(b.leases_put.size() == 1);
   CHECK(b.leases_put[0].id == lease);
-  auto decoded = DecodeLease(b.leases_put[0].json);
+  auto decoded = DecodeLease(b.leases_put[0].id, b.leases_put[0].json);
   REQUIRE(decoded.ok());
   CHECK(decoded->tokens == 100);
   CHECK(decoded->expires_at_us == kT0 + kTtlUs);

@@ -68,6 +68,7 @@
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/ops.h"
+#include "daemon/lease_codec.h"
 #include "daemon/policy_codec.h"
 #include "storage/store.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -457,7 +458,7 @@ class Harness {
     engine_.Drain(&batch_, brake::EncodeLease);
     dispatcher_.decider()->Drain(&batch_);
     for (const brake::LeaseRow& row : batch_.leases_put) {
-      auto lease = brake::DecodeLease(row.json);
+      auto lease = brake::DecodeLease(row.id, row.json);
       FUZZ_CHECK(lease.ok(), "lease row does not decode: " + row.json);
       FUZZ_CHECK(lease->id == row.id, row.json);
       FUZZ_CHECK(brake::EncodeLease(*lease) == row.json,

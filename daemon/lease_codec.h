@@ -1,0 +1,30 @@
+// The stored form of an open lease: one line of the lease_chunks table
+// ("ID\tTEXT", storage/lease_chunks.h); this is TEXT.
+//
+// EncodeLease writes the compact form (format 2), a JSON array by position:
+//
+//   [2, user, task, parent, resource, model, fingerprint, requests, tokens,
+//    usd_nano, granted_at_us, expires_at_us, [scope, ...],
+//    [[scope, limit, resource, amount], ...]]
+//
+// where a charge's scope is the index of one of the lease's scopes (or the
+// scope itself when it is none of them) and its resource is 0 (requests),
+// 1 (tokens) or 2 (usd). The id is not repeated: it is the line's.
+// DecodeLease also reads format 1, the JSON object written before schema
+// 4 ({"id":..., "user":..., "charges":[[scope, limit, "tokens", n]]}),
+// which carries its own id.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "budget/lease.h"
+#include "common/status.h"
+
+namespace brake {
+
+std::string EncodeLease(const Lease& lease);
+// `id` is the row's; damage of any kind is kUnavailable ("storage: ...").
+Result<Lease> DecodeLease(std::string_view id, std::string_view text);
+
+}  // namespace brake
