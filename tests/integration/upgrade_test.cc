@@ -1,0 +1,124 @@
+// Upgrades: a database left by an older braked opens in this one with
+// everything in it, and is migrated (docs/OPERATIONS.md "Upgrades").
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "tests/integration/expect.h"
+#include "tests/integration/harness.h"
+
+namespace brake::integration {
+namespace {
+
+// A raw connection to a stopped daemon's database.
+class Db {
+ public:
+  explicit Db(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+      throw std::runtime_error("cannot open " + path);
+    }
+  }
+  ~Db() { sqlite3_close(db_); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  void Exec(const std::string& sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) !=
+        SQLITE_OK) {
+      std::string message = error != nullptr ? error : "?";
+      sqlite3_free(error);
+      throw std::runtime_error(sql + ": " + message);
+    }
+  }
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    std::string out;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      const unsigned char* text = sqlite3_column_text(st, 0);
+      if (text != nullptr) out = reinterpret_cast<const char*>(text);
+    }
+    sqlite3_finalize(st);
+    return out;
+  }
+  void SetLeases(const std::string& leases) {
+    sqlite3_stmt* st = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, "UPDATE lease_chunks SET leases = ?1", -1,
+                               &st, nullptr) == SQLITE_OK);
+    sqlite3_bind_text(st, 1, leases.data(), static_cast<int>(leases.size()),
+                      SQLITE_TRANSIENT);
+    CHECK(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// The lease of `line` ("ID\t[2,...]") as schema 3's braked wrote it: a
+// JSON object with its id (format 1).
+std::string FormatOneLine(const std::string& line) {
+  const size_t tab = line.find('\t');
+  REQUIRE(tab != std::string::npos);
+  const std::string id = line.substr(0, tab);
+  const json two = json::parse(line.substr(tab + 1));
+  REQUIRE(two.at(0) == 2);
+  json charges = json::array();
+  const char* const kResources[] = {"requests", "tokens", "usd"};
+  for (const json& c : two.at(13)) {
+    charges.push_back({two.at(12).at(c.at(0).get<size_t>()), c.at(1),
+                       kResources[c.at(2).get<int>()], c.at(3)});
+  }
+  const json one = {{"id", id},           {"user", two[1]},
+                    {"task", two[2]},      {"parent", two[3]},
+                    {"resource", two[4]},  {"model", two[5]},
+                    {"fingerprint", two[6]}, {"requests", two[7]},
+                    {"tokens", two[8]},    {"usd_nano", two[9]},
+                    {"granted_at_us", two[10]},
+                    {"expires_at_us", two[11]},
+                    {"scopes", two[12]},   {"charges", charges}};
+  return id + "\t" + one.dump();
+}
+
+TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
+          "[integration]") {
+  RunningDaemon d;
+  std::string lease;
+  {
+    Client c = d.daemon.Connect();
+    SetPolicy(c, "user:*",
+              R"([{"name":"day","resource":"tokens","algorithm":"quota",)"
+              R"("limit":1000,"period":"day"}])");
+    lease = AcquireLease(c, "alice", "t1", {{"tokens", 300}});
+  }
+  REQUIRE(d.daemon.Stop() == 0);
+  {
+    Db db(d.daemon.db_path());
+    const std::string line = db.Text("SELECT leases FROM lease_chunks");
+    REQUIRE(line.rfind(lease + "\t[2,", 0) == 0);
+    db.SetLeases(FormatOneLine(line));
+    db.Exec("PRAGMA user_version = 3");
+  }
+  REQUIRE(d.daemon.Start());
+  Client c = d.daemon.Connect();
+  json alice = CallOk(c, {{"op", "status"}, {"user", "alice"}});
+  CHECK(alice["reserved"]["tokens"] == 300);
+  // The quota still holds the reservation: 701 more do not fit.
+  CHECK(c.Call({{"op", "acquire"}, {"user", "alice"}, {"task", "t1"},
+                {"tokens", 701}})["granted"] == false);
+  json commit =
+      CallOk(c, {{"op", "commit"}, {"lease", lease}, {"tokens", 250}});
+  CHECK(commit["charged_tokens"] == 250);
+  alice = CallOk(c, {{"op", "status"}, {"user", "alice"}});
+  CHECK(alice["reserved"]["tokens"] == 0);
+  CHECK(alice["spend"]["tokens"] == 250);
+  REQUIRE(d.daemon.Stop() == 0);
+  Db db(d.daemon.db_path());
+  CHECK(db.Text("PRAGMA user_version") == "4");
+}
+
+}  // namespace
+}  // namespace brake::integration
