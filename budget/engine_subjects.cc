@@ -26,8 +26,7 @@ bool Engine::NeedsLoad(const std::string& scope) const {
 
 Engine::Subject& Engine::Touch(const std::string& scope, int64_t now_us,
                                int leases) {
-  Subject& s = subjects_[scope];
-  s.used_us = std::max(s.used_us, now_us);
+  Subject& s = *Use("", scope, now_us).subject;
   s.leases += leases;
   return s;
 }
