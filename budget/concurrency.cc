@@ -9,12 +9,12 @@ namespace brake {
 using budget_math::SatAdd;
 using budget_math::SatSub;
 
-Concurrency::Concurrency(LimitSpec spec, int64_t /*now_us*/)
+Concurrency::Concurrency(SpecRef spec, int64_t /*now_us*/)
     : Limiter(std::move(spec)) {}
 
 Decision Concurrency::Check(int64_t /*amount*/, int64_t /*now_us*/) {
-  if (spec_.limit < 1) return {Verdict::kTooLarge, 0};
-  if (SatAdd(open_, 1) <= spec_.limit) return {};
+  if (spec_->limit < 1) return {Verdict::kTooLarge, 0};
+  if (SatAdd(open_, 1) <= spec_->limit) return {};
   return {Verdict::kDeny, kNever};
 }
 
@@ -33,9 +33,9 @@ void Concurrency::Release(int64_t /*amount*/, int64_t /*now_us*/) {
 
 LimitUsage Concurrency::Usage(int64_t /*now_us*/) {
   LimitUsage u;
-  u.limit = spec_.limit;
+  u.limit = spec_->limit;
   u.used = open_;
-  u.remaining = SatSub(spec_.limit, open_);
+  u.remaining = SatSub(spec_->limit, open_);
   u.resets_in_us = open_ == 0 ? 0 : kNever;
   return u;
 }

@@ -18,7 +18,7 @@ namespace brake {
 class Concurrency final : public Limiter {
  public:
   // No open leases.
-  Concurrency(LimitSpec spec, int64_t now_us);
+  Concurrency(SpecRef spec, int64_t now_us);
 
   // kAdmit iff open + 1 <= limit; kDeny with kNever otherwise; kTooLarge when
   // the limit is below 1. `amount` is ignored.

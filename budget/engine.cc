@@ -1,6 +1,5 @@
 #include "budget/engine.h"
 #include "budget/engine_amount.h"
-#include "budget/limiter_key.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -52,6 +51,10 @@ Engine::Engine(std::string lease_prefix, int64_t lease_ttl_us)
 Engine::~Engine() = default;
 
 void Engine::SetPolicy(const std::string& scope, Policy policy) {
+  policy.shared.clear();
+  for (const LimitSpec& spec : policy.limits) {
+    policy.shared.push_back(std::make_shared<const LimitSpec>(spec));
+  }
   policies_[scope] = std::move(policy);
   dirty_policies_.insert(scope);
   ++mutations_;
@@ -143,58 +146,70 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
   return Status::Ok();
 }
 
-Limiter* Engine::Instance(const std::string& scope, const LimitSpec& spec,
-                          int64_t now_us, bool create) {
-  return Instance(LimiterKey(scope, spec.name), scope, spec, now_us, create);
+Limiter* Engine::FindLimiter(const Subject& s, std::string_view name) {
+  for (const auto& l : s.limiters) {
+    if (l->spec().name == name) return l.get();
+  }
+  return nullptr;
 }
 
-Limiter* Engine::Instance(std::string key, const std::string& scope,
-                          const LimitSpec& spec, int64_t now_us, bool create) {
-  auto it = limiters_.find(key);
-  if (it != limiters_.end()) {
-    Limiter* l = it->second.get();
-    if (l->spec() == spec) return l;
-    if (l->spec().algorithm == spec.algorithm &&
-        l->spec().resource == spec.resource) {
-      l->Reconfigure(spec);
-      return l;
-    }
+Limiter* Engine::FindLimiter(const std::string& scope, std::string_view name) {
+  auto it = subjects_.find(scope);
+  return it == subjects_.end() ? nullptr : FindLimiter(it->second, name);
+}
+
+Limiter* Engine::Instance(Subject& s, const std::string& scope,
+                          const Policy& policy, size_t i, int64_t now_us,
+                          bool create) {
+  const std::shared_ptr<const LimitSpec>& spec = policy.shared[i];
+  auto it = std::find_if(s.limiters.begin(), s.limiters.end(),
+                         [&](const std::unique_ptr<Limiter>& l) {
+                           return l->spec().name == spec->name;
+                         });
+  if (it == s.limiters.end()) {
     if (!create) return nullptr;
-    it->second = MakeLimiter(spec, now_us);
-    BumpLimitsGen();  // subjects' cached pointers to the old one are stale
-    // Open leases charged the limiter just replaced, not this one: settling
-    // them must neither refund nor release (a concurrency slot) here.
-    leases_.ForEachOpen([&](Lease& lease) {
-      auto& charges = lease.charges;
-      auto gone = std::remove_if(charges.begin(), charges.end(),
-                                 [&](const LeaseCharge& c) {
-                                   return c.scope == scope &&
-                                          c.limit == spec.name;
-                                 });
-      if (gone != charges.end()) {
-        charges.erase(gone, charges.end());
-        leases_.MarkChanged(lease.id);
-      }
-    });
-    return it->second.get();
+    s.limiters.push_back(MakeLimiter(spec, now_us));
+    return s.limiters.back().get();
+  }
+  Limiter* l = it->get();
+  if (l->Shares(spec.get())) return l;
+  if (l->spec().algorithm == spec->algorithm &&
+      l->spec().resource == spec->resource) {
+    l->Reconfigure(spec);
+    return l;
   }
   if (!create) return nullptr;
-  auto made = MakeLimiter(spec, now_us);
-  Limiter* l = made.get();
-  limiters_.emplace(std::move(key), std::move(made));
-  return l;
+  *it = MakeLimiter(spec, now_us);
+  BumpLimitsGen();  // subjects' resolved limiters are stale
+  // Open leases charged the limiter just replaced, not this one: settling
+  // them must neither refund nor release (a concurrency slot) here.
+  leases_.ForEachOpen([&](Lease& lease) {
+    auto& charges = lease.charges;
+    auto gone = std::remove_if(charges.begin(), charges.end(),
+                               [&](const LeaseCharge& c) {
+                                 return c.scope == scope &&
+                                        c.limit == spec->name;
+                               });
+    if (gone != charges.end()) {
+      charges.erase(gone, charges.end());
+      leases_.MarkChanged(lease.id);
+    }
+  });
+  return it->get();
 }
 
 void Engine::CollectLimits(const std::vector<std::string>& scopes,
-                           int64_t now_us, std::vector<Applied>* out,
-                           bool create) {
+                           int64_t now_us, std::vector<Applied>* out) {
   for (const std::string& scope : scopes) {
     const Policy* policy = PolicyFor(scope);
     if (policy == nullptr) continue;
-    for (const LimitSpec& spec : policy->limits) {
-      Limiter* limiter = Instance(LimiterKey(scope, spec.name), scope, spec,
-                                  now_us, create);
-      out->push_back(Applied{&scope, &spec, limiter});
+    auto it = subjects_.find(scope);
+    for (size_t i = 0; i < policy->shared.size(); ++i) {
+      Limiter* limiter =
+          it == subjects_.end()
+              ? nullptr
+              : Instance(it->second, scope, *policy, i, now_us, false);
+      out->push_back(Applied{&scope, policy->shared[i].get(), limiter});
     }
   }
 }
@@ -203,9 +218,14 @@ void Engine::Resolve(const std::string& scope, Subject& s, int64_t now_us) {
   if (s.limits_gen == limits_gen_) return;
   s.policy = PolicyFor(scope);
   if (s.policy != nullptr) {
-    const auto& limits = s.policy->limits;
-    for (size_t i = 0; i < limits.size() && i < kCachedLimiters; ++i) {
-      s.limiters[i] = Instance(scope, limits[i], now_us, /*create=*/true);
+    auto& mine = s.limiters;
+    for (size_t i = 0; i < s.policy->shared.size(); ++i) {
+      Limiter* l = Instance(s, scope, *s.policy, i, now_us, /*create=*/true);
+      // Into place i; those before it are limits 0..i-1, named otherwise.
+      auto at = std::find_if(
+          mine.begin() + static_cast<std::ptrdiff_t>(i), mine.end(),
+          [l](const std::unique_ptr<Limiter>& p) { return p.get() == l; });
+      std::iter_swap(mine.begin() + static_cast<std::ptrdiff_t>(i), at);
     }
   }
   // Instance may have replaced one of them (and moved the generation on):
@@ -287,10 +307,8 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     if (subject.policy == nullptr) continue;
     const auto& limits = subject.policy->limits;
     for (size_t i = 0; i < limits.size(); ++i) {
-      Limiter* limiter = i < kCachedLimiters
-                             ? subject.limiters[i]
-                             : Instance(*r.scope, limits[i], now_us, true);
-      applied.push_back(Applied{r.scope, &limits[i], limiter});
+      applied.push_back(
+          Applied{r.scope, &limits[i], subject.limiters[i].get()});
     }
   }
 
@@ -360,7 +378,6 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     Applied& a = applied[i];
     int64_t amount = AmountFor(a.spec->resource, want);
     a.limiter->Charge(amount, now_us);
-    MarkUnsaved(*a.scope, a.spec->name, a.limiter);
     LeaseCharge& charge = lease.charges[i];
     charge.scope = *a.scope;
     charge.limit = a.spec->name;
@@ -378,6 +395,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   for (const Resident& r : subjects) {
     ++r.subject->leases;
     AddTotals(r.subject->reserved, want, 1);
+    if (!r.subject->limiters.empty()) MarkLimitersUnsaved(r);
   }
   if (new_task) {
     tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000, {}, {}};
@@ -424,7 +442,7 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
   report.scope = scope;
   std::vector<std::string> scopes = StatusScopes(scope);
   std::vector<Applied> applied;
-  CollectLimits(scopes, now_us, &applied, /*create=*/false);
+  CollectLimits(scopes, now_us, &applied);
   for (const Applied& a : applied) {
     LimitUsage usage;
     if (a.limiter != nullptr) {
@@ -443,58 +461,47 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
 
 void Engine::Reset(const std::string& scope, int64_t now_us) {
   ++mutations_;
+  const bool wildcard = IsWildcard(scope);
+  // A `*` scope resets every subject of its kind in memory (and, through
+  // dirty_kind_resets_, those stored).
+  const std::string_view kind =
+      std::string_view(scope).substr(0, scope.size() - 1);
+  auto covers = [&](const std::string& name) {
+    return wildcard ? name.starts_with(kind) : name == scope;
+  };
+  // Counters and spend go (reservations stay: their leases are still open).
   // A reset is a use: the subjects it changes stay in memory until stored.
-  if (IsWildcard(scope)) {
-    // Subjects not in memory are reset where they are stored.
+  auto reset = [&](Resident r) {
+    Subject& subject = *r.subject;
+    subject.used_us = std::max(subject.used_us, now_us);
+    for (auto& limiter : subject.limiters) limiter->Reset(now_us);
+    if (!subject.limiters.empty()) MarkLimitersUnsaved(r);
+    if (subject.spend.requests != 0 || subject.spend.tokens != 0 ||
+        subject.spend.usd_nano != 0) {
+      subject.spend = Totals{};
+      MarkSpendUnsaved(r);
+    }
+  };
+  if (wildcard) {
     ++kind_resets_;
     dirty_kind_resets_.push_back(scope);
-    const std::string kind = scope.substr(0, scope.size() - 1);
     for (auto& [name, subject] : subjects_) {
-      if (name.rfind(kind, 0) == 0) subject.used_us = now_us;
+      if (covers(name)) reset(Resident{&name, &subject});
     }
   } else {
-    Touch(scope, now_us, 0);
-  }
-  // A `*` scope resets every subject of its kind.
-  std::string prefix = IsWildcard(scope) ? scope.substr(0, scope.size() - 1)
-                                         : scope + kLimiterKeySep;
-  for (auto& [key, limiter] : limiters_) {
-    if (key.rfind(prefix, 0) != 0) continue;
-    limiter->Reset(now_us);
-    MarkUnsaved(key, limiter.get());
+    reset(Use("", scope, now_us));
   }
   // Open leases still hold what they reserved: re-charge concurrency so the
   // count of open leases stays true.
   leases_.ForEachOpen([&](Lease& lease) {
     for (const LeaseCharge& c : lease.charges) {
-      std::string key = LimiterKey(c.scope, c.limit);
-      if (key.rfind(prefix, 0) != 0) continue;
-      auto it = limiters_.find(key);
-      if (it != limiters_.end() &&
-          it->second->spec().algorithm == Algorithm::kConcurrency) {
-        it->second->Charge(c.amount, now_us);
+      if (!covers(c.scope)) continue;
+      Limiter* l = FindLimiter(c.scope, c.limit);
+      if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
+        l->Charge(c.amount, now_us);
       }
     }
   });
-  // Spend goes (reservations stay: their leases are still open).
-  auto clear_spend = [this](const std::string& name, Subject& subject) {
-    if (subject.spend.requests == 0 && subject.spend.tokens == 0 &&
-        subject.spend.usd_nano == 0) {
-      return;
-    }
-    subject.spend = Totals{};
-    MarkSpendUnsaved(name, subject);
-  };
-  if (!IsWildcard(scope)) {
-    if (auto it = subjects_.find(scope); it != subjects_.end()) {
-      clear_spend(it->first, it->second);
-    }
-    return;
-  }
-  const std::string kind = scope.substr(0, scope.size() - 1);
-  for (auto& [name, subject] : subjects_) {
-    if (name.rfind(kind, 0) == 0) clear_spend(name, subject);
-  }
 }
 
 }  // namespace brake

@@ -57,6 +57,9 @@ struct Policy {
   // not the engine's business (see daemon/decider.h); it only keeps them
   // with the policy.
   std::string breaker_json;
+  // limits[i], shared read-only with the limiters made from it (one copy per
+  // policy limit, not one per subject). Filled by Engine::SetPolicy.
+  std::vector<std::shared_ptr<const LimitSpec>> shared;
 };
 
 struct AcquireRequest {
@@ -285,20 +288,24 @@ class Engine {
     CachedSubject self;   // "task:" + its name
     CachedSubject owner;  // "user:" + user
   };
-  // How many of a subject's limiters it keeps pointers to; a policy with
-  // more has the rest looked up by key on each acquire.
-  static constexpr size_t kCachedLimiters = 3;
   struct Subject {  // a subject in memory: one map entry holds it all
     int64_t used_us = 0;  // last acquire, settlement, reset or load
     int32_t leases = 0;   // open leases naming it: not evictable
-    // Its policy and the first limiters of it, in order, as resolved when
+    // Its policy, and its limiters in that policy's order, as resolved when
     // the engine's limits_gen_ was limits_gen (0: never).
     uint32_t limits_gen = 0;
     Totals spend;         // settled
     Totals reserved;      // held by open leases
     const Policy* policy = nullptr;
-    Limiter* limiters[kCachedLimiters] = {};
-    bool spend_unsaved = false;  // listed in dirty_spend_
+    // Its limiters, one per limit name: first those of `policy` in its
+    // order (once resolved), then any whose limit the policy no longer
+    // has (kept while in memory: a limit set again keeps its counters).
+    // They leave memory with the subject.
+    std::vector<std::unique_ptr<Limiter>> limiters;
+    // Listed in dirty_spend_ / dirty_limiters_ (then not evictable): its
+    // spend / some limiter changed since the last Drain.
+    bool spend_unsaved = false;
+    bool limiters_unsaved = false;
   };
   struct Applied {  // one limit that applies to a request
     const std::string* scope;  // a map key, or into CollectLimits' scopes
@@ -334,24 +341,28 @@ class Engine {
   bool Evictable(const std::string& scope, const Subject& s,
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
-  void MarkUnsaved(const std::string& key, Limiter* limiter);
-  void MarkUnsaved(const std::string& scope, const std::string& name,
-                   Limiter* limiter);
+  // Lists a subject whose limiters changed (all of them are saved).
+  void MarkLimitersUnsaved(Resident r);
   // Brings `s.policy` and `s.limiters` up to date (instantiating them).
   void Resolve(const std::string& scope, Subject& s, int64_t now_us);
-  void MarkSpendUnsaved(const std::string& scope, Subject& subject);
+  void MarkSpendUnsaved(Resident r);
   void RestoreTask(const TaskRow& row);
   void RestoreLimiter(const LimiterRow& row, int64_t now_us);
   void RestoreSpend(const SpendRow& row);
-  Limiter* Instance(const std::string& scope, const LimitSpec& spec,
-                    int64_t now_us, bool create);
-  // The same, for a key already built (LimiterKey(scope, spec.name)).
-  Limiter* Instance(std::string key, const std::string& scope,
-                    const LimitSpec& spec, int64_t now_us, bool create);
+  // The limiter of `policy`'s limit `i` for the subject `s` (of `scope`):
+  // its own, reconfigured or replaced when the limit changed, or when
+  // `create`, a new one; nullptr when none and not `create`.
+  Limiter* Instance(Subject& s, const std::string& scope,
+                    const Policy& policy, size_t i, int64_t now_us,
+                    bool create);
+  static Limiter* FindLimiter(const Subject& s, std::string_view name);
+  // The limiter `name` of the subject `scope` in memory, or nullptr.
+  Limiter* FindLimiter(const std::string& scope, std::string_view name);
   // Caches the `KIND:*` policies that PolicyFor falls back to.
   void FindDefaults();
+  // Every limit of `scopes`, with the limiter of each that exists.
   void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
-                     std::vector<Applied>* out, bool create);
+                     std::vector<Applied>* out);
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
   static void AddTotals(Totals& dst, const Totals& t, int sign);
   void ForgetDuplicatesBefore(int64_t now_us);
@@ -381,8 +392,6 @@ class Engine {
   const Policy* default_resource_ = nullptr;
   std::unordered_map<std::string, Price> prices_;
   std::unordered_map<std::string, TaskInfo> tasks_;
-  // key: scope + '\x1f' + limit name
-  std::unordered_map<std::string, std::unique_ptr<Limiter>> limiters_;
   LeaseBook leases_;  // open, and settled ones for duplicate answers
 
   std::unordered_map<std::string, Subject, ScopeHash, ScopeEq> subjects_;
@@ -399,10 +408,11 @@ class Engine {
   std::set<std::string> dirty_policies_;
   std::set<std::string> dirty_prices_;
   std::set<std::string> dirty_tasks_;
-  // Limiter keys and subject scopes with changes to drain; the limiter's
-  // `unsaved` and the subject's `spend_unsaved` keep each listed once.
-  std::vector<std::string> dirty_limiters_;
-  std::vector<std::string> dirty_spend_;
+  // Subjects with changes to drain, each listed once (its spend_unsaved,
+  // limiters_unsaved); a listed subject is not evicted, so the pointers
+  // stay valid until Drain.
+  std::vector<Resident> dirty_limiters_;
+  std::vector<Resident> dirty_spend_;
   std::vector<std::string> dirty_kind_resets_;  // "user:*": stored rows go
   std::vector<LedgerRow> ledger_;
 };

@@ -7,7 +7,6 @@
 
 #include "budget/engine.h"
 #include "budget/engine_amount.h"
-#include "budget/limiter_key.h"
 
 namespace brake {
 
@@ -19,45 +18,47 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
   for (const LeaseCharge& c : lease.charges) {
     Limiter* l = c.limiter;
+    // Its subject is listed for saving below, as one of the lease's. A
+    // restored lease's charge may name another (no acquire makes one):
+    // listed here.
     if (l == nullptr) {  // a restored lease: look it up
-      auto it = limiters_.find(LimiterKey(c.scope, c.limit));
-      if (it == limiters_.end()) continue;  // its policy is gone
-      l = it->second.get();
+      l = FindLimiter(c.scope, c.limit);
+      if (l == nullptr) continue;  // its policy is gone
+      if (std::find(lease.scopes.begin(), lease.scopes.end(), c.scope) ==
+          lease.scopes.end()) {
+        MarkLimitersUnsaved(Use("", c.scope, now_us));
+      }
     }
     if (l->spec().resource == c.resource) {
       int64_t delta = AmountFor(c.resource, actual) - c.amount;
       if (delta != 0) l->Settle(delta, lease.granted_at_us, now_us);
     }
     l->Release(c.amount, now_us);
-    MarkUnsaved(c.scope, c.limit, l);
   }
+  const bool spent = actual.requests || actual.tokens || actual.usd_nano;
   for (const std::string& scope : lease.scopes) {
-    Subject& subject = Touch(scope, now_us, -1);
+    Resident r = Use("", scope, now_us);
+    Subject& subject = *r.subject;
+    --subject.leases;
     AddTotals(subject.reserved, reserved, -1);
-    if (actual.requests || actual.tokens || actual.usd_nano) {
+    if (!subject.limiters.empty()) MarkLimitersUnsaved(r);
+    if (spent) {
       AddTotals(subject.spend, actual, 1);
-      MarkSpendUnsaved(scope, subject);
+      MarkSpendUnsaved(r);
     }
   }
 }
 
-void Engine::MarkUnsaved(const std::string& key, Limiter* limiter) {
-  if (limiter->unsaved) return;
-  limiter->unsaved = true;
-  dirty_limiters_.push_back(key);
+void Engine::MarkLimitersUnsaved(Resident r) {
+  if (r.subject->limiters_unsaved) return;
+  r.subject->limiters_unsaved = true;
+  dirty_limiters_.push_back(r);
 }
 
-void Engine::MarkUnsaved(const std::string& scope, const std::string& name,
-                         Limiter* limiter) {
-  if (limiter->unsaved) return;  // the key is built once per drain at most
-  limiter->unsaved = true;
-  dirty_limiters_.push_back(LimiterKey(scope, name));
-}
-
-void Engine::MarkSpendUnsaved(const std::string& scope, Subject& subject) {
-  if (subject.spend_unsaved) return;
-  subject.spend_unsaved = true;
-  dirty_spend_.push_back(scope);
+void Engine::MarkSpendUnsaved(Resident r) {
+  if (r.subject->spend_unsaved) return;
+  r.subject->spend_unsaved = true;
+  dirty_spend_.push_back(r);
 }
 
 // A settled lease's result answers duplicates for at least a TTL.

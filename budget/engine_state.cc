@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "budget/engine.h"
-#include "budget/limiter_key.h"
 
 namespace brake {
 
@@ -14,10 +13,13 @@ void Engine::RestoreTask(const TaskRow& row) {
 void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {
   const Policy* policy = PolicyFor(row.scope);
   if (policy == nullptr) return;
-  for (const LimitSpec& spec : policy->limits) {
+  for (size_t i = 0; i < policy->limits.size(); ++i) {
+    const LimitSpec& spec = policy->limits[i];
     if (spec.name != row.name || AlgorithmName(spec.algorithm) != row.algorithm)
       continue;
-    Limiter* l = Instance(row.scope, spec, now_us, /*create=*/true);
+    Resident r = Use("", row.scope, now_us);
+    Limiter* l = Instance(*r.subject, *r.scope, *policy, i, now_us,
+                          /*create=*/true);
     if (!l->RestoreState(row.state)) l->Reset(now_us);
     return;
   }
@@ -35,15 +37,14 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
   // Concurrency counts are derived from open leases, not persisted: a
   // concurrency limiter without a stored row is made from its policy.
   for (const LeaseCharge& c : lease.charges) {
-    Limiter* l = nullptr;
-    if (auto it = limiters_.find(LimiterKey(c.scope, c.limit));
-        it != limiters_.end()) {
-      l = it->second.get();
-    } else if (const Policy* policy = PolicyFor(c.scope)) {
-      for (const LimitSpec& spec : policy->limits) {
-        if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
-          l = Instance(c.scope, spec, now_us, /*create=*/true);
-        }
+    Limiter* l = FindLimiter(c.scope, c.limit);
+    const Policy* policy = l == nullptr ? PolicyFor(c.scope) : nullptr;
+    for (size_t i = 0; policy != nullptr && i < policy->limits.size(); ++i) {
+      const LimitSpec& spec = policy->limits[i];
+      if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
+        Resident r = Use("", c.scope, now_us);
+        l = Instance(*r.subject, *r.scope, *policy, i, now_us,
+                     /*create=*/true);
       }
     }
     if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
@@ -83,30 +84,27 @@ bool Engine::Drain(Batch* batch,
     const TaskInfo& t = tasks_.at(task);
     batch->tasks_put.push_back(TaskRow{task, t.user, t.parent, t.created_ms});
   }
-  for (const std::string& key : dirty_limiters_) {
-    auto it = limiters_.find(key);
-    if (it == limiters_.end()) continue;
-    // A limiter replaced since it was listed is saved too (its key is
-    // listed), and may be listed twice: the second put is the same row.
-    it->second->unsaved = false;
-    any = true;
-    size_t sep = key.find(kLimiterKeySep);
-    const Limiter& l = *it->second;
-    batch->limiters_put.push_back(
-        LimiterRow{key.substr(0, sep), key.substr(sep + 1),
-                   std::string(AlgorithmName(l.spec().algorithm)),
-                   l.SaveState()});
+  // Every limiter of a listed subject is saved (one that changed is
+  // usually charged with the others; one replaced since is saved too).
+  for (const Resident& r : dirty_limiters_) {
+    r.subject->limiters_unsaved = false;
+    for (const auto& l : r.subject->limiters) {
+      any = true;
+      batch->limiters_put.push_back(
+          LimiterRow{*r.scope, l->spec().name,
+                     std::string(AlgorithmName(l->spec().algorithm)),
+                     l->SaveState()});
+    }
   }
-  for (const std::string& scope : dirty_spend_) {
+  for (const Resident& r : dirty_spend_) {
     any = true;
-    auto it = subjects_.find(scope);
-    const Totals spend = it == subjects_.end() ? Totals{} : it->second.spend;
-    if (it != subjects_.end()) it->second.spend_unsaved = false;
+    r.subject->spend_unsaved = false;
+    const Totals spend = r.subject->spend;
     if (spend.requests == 0 && spend.tokens == 0 && spend.usd_nano == 0) {
-      batch->spend_deleted.push_back(scope);  // a reset: no row is zero
+      batch->spend_deleted.push_back(*r.scope);  // a reset: no row is zero
     } else {
       batch->spend_put.push_back(
-          SpendRow{scope, spend.requests, spend.tokens, spend.usd_nano});
+          SpendRow{*r.scope, spend.requests, spend.tokens, spend.usd_nano});
     }
   }
   if (leases_.Drain(batch, encode)) any = true;

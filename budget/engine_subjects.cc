@@ -4,7 +4,6 @@
 #include <unordered_set>
 
 #include "budget/engine.h"
-#include "budget/limiter_key.h"
 
 namespace brake {
 namespace {
@@ -182,26 +181,12 @@ bool Engine::Evictable(const std::string& scope, const Subject& s,
   if (s.leases > 0 || s.used_us >= cutoff_us || scope == "global") {
     return false;
   }
-  if (s.spend_unsaved) return false;
-  if (scope.rfind(kTaskPrefix, 0) == 0 &&
-      dirty_tasks_.count(scope.substr(kTaskPrefix.size()))) {
-    return false;
-  }
-  if (const Policy* policy = PolicyFor(scope)) {
-    for (const LimitSpec& spec : policy->limits) {
-      auto it = limiters_.find(LimiterKey(scope, spec.name));
-      if (it != limiters_.end() && it->second->unsaved) return false;
-    }
-  }
-  return true;
+  if (s.spend_unsaved || s.limiters_unsaved) return false;
+  return !(scope.rfind(kTaskPrefix, 0) == 0 &&
+           dirty_tasks_.count(scope.substr(kTaskPrefix.size())));
 }
 
 void Engine::Evict(const std::string& scope) {
-  if (const Policy* policy = PolicyFor(scope)) {
-    for (const LimitSpec& spec : policy->limits) {
-      limiters_.erase(LimiterKey(scope, spec.name));
-    }
-  }
   if (scope.rfind(kTaskPrefix, 0) == 0) {
     tasks_.erase(scope.substr(kTaskPrefix.size()));
   }

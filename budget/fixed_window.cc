@@ -16,11 +16,11 @@ using budget_math::SatMul;
 using budget_math::SatSub;
 using budget_math::Until;
 
-FixedWindow::FixedWindow(LimitSpec spec, int64_t now_us)
+FixedWindow::FixedWindow(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)), window_start_us_(AlignedStartUs(now_us)) {}
 
 int64_t FixedWindow::WindowUs() const {
-  return std::max<int64_t>(MsToUs(spec_.window_ms), 1);
+  return std::max<int64_t>(MsToUs(spec_->window_ms), 1);
 }
 
 int64_t FixedWindow::WindowEndUs() const {
@@ -43,9 +43,9 @@ void FixedWindow::Roll(int64_t now_us) {
 
 Decision FixedWindow::Check(int64_t amount, int64_t now_us) {
   if (amount <= 0) return {};
-  if (amount > spec_.limit) return {Verdict::kTooLarge, 0};
+  if (amount > spec_->limit) return {Verdict::kTooLarge, 0};
   Roll(now_us);
-  if (SatAdd(count_, amount) <= spec_.limit) return {};
+  if (SatAdd(count_, amount) <= spec_->limit) return {};
   return {Verdict::kDeny, Until(WindowEndUs(), now_us)};
 }
 
@@ -69,9 +69,9 @@ void FixedWindow::Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) {
 LimitUsage FixedWindow::Usage(int64_t now_us) {
   Roll(now_us);
   LimitUsage u;
-  u.limit = spec_.limit;
+  u.limit = spec_->limit;
   u.used = count_;
-  u.remaining = SatSub(spec_.limit, count_);
+  u.remaining = SatSub(spec_->limit, count_);
   u.resets_in_us = count_ == 0 ? 0 : Until(WindowEndUs(), now_us);
   return u;
 }

@@ -17,7 +17,7 @@ namespace brake {
 class FixedWindow final : public Limiter {
  public:
   // An empty window holding `now_us`.
-  FixedWindow(LimitSpec spec, int64_t now_us);
+  FixedWindow(SpecRef spec, int64_t now_us);
 
   // kTooLarge when amount > limit; kDeny until the next window starts.
   Decision Check(int64_t amount, int64_t now_us) override;

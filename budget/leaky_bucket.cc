@@ -15,13 +15,13 @@ using budget_math::SatAdd;
 using budget_math::SatSub;
 using budget_math::Until;
 
-LeakyBucket::LeakyBucket(LimitSpec spec, int64_t now_us)
+LeakyBucket::LeakyBucket(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)), next_slot_us_(now_us) {}
 
 int64_t LeakyBucket::SlotsUs(int64_t amount) const {
   if (amount <= 0) return 0;
   if (!Usable()) return kMax;
-  return MulDivCeil(amount, MsToUs(spec_.per_ms), spec_.rate);
+  return MulDivCeil(amount, MsToUs(spec_->per_ms), spec_->rate);
 }
 
 int64_t LeakyBucket::NextSlotUs(int64_t now_us) const {
@@ -31,7 +31,7 @@ int64_t LeakyBucket::NextSlotUs(int64_t now_us) const {
 int64_t LeakyBucket::Backlog(int64_t now_us) const {
   const int64_t ahead = Until(next_slot_us_, now_us);
   if (ahead == 0 || !Usable()) return 0;
-  return MulDivCeil(ahead, spec_.rate, MsToUs(spec_.per_ms));
+  return MulDivCeil(ahead, spec_->rate, MsToUs(spec_->per_ms));
 }
 
 Decision LeakyBucket::Check(int64_t amount, int64_t now_us) {
@@ -59,7 +59,7 @@ void LeakyBucket::Settle(int64_t delta, int64_t /*charged_at_us*/,
 
 LimitUsage LeakyBucket::Usage(int64_t now_us) {
   LimitUsage u;
-  u.limit = spec_.rate;
+  u.limit = spec_->rate;
   u.used = Backlog(now_us);
   u.remaining = SatSub(u.limit, u.used);
   u.resets_in_us = Until(next_slot_us_, now_us);

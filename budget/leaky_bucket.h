@@ -19,7 +19,7 @@ namespace brake {
 class LeakyBucket final : public Limiter {
  public:
   // An idle schedule: the first slot is `now_us`.
-  LeakyBucket(LimitSpec spec, int64_t now_us);
+  LeakyBucket(SpecRef spec, int64_t now_us);
 
   // kAdmit iff the next slot is <= now_us; kDeny until it otherwise;
   // kTooLarge only for a spec without a positive rate.
@@ -39,14 +39,14 @@ class LeakyBucket final : public Limiter {
   // When a request arriving at `now_us` would get its slot (>= now_us).
   int64_t NextSlotUs(int64_t now_us) const;
   // The most waiters the daemon may hold for this limit.
-  int64_t queue() const { return spec_.queue; }
+  int64_t queue() const { return spec_->queue; }
   // Units booked beyond `now_us`, rounded up (the current backlog).
   int64_t Backlog(int64_t now_us) const;
   // Microseconds of schedule taken by `amount` units, rounded up.
   int64_t SlotsUs(int64_t amount) const;
 
  private:
-  bool Usable() const { return spec_.rate > 0 && spec_.per_ms > 0; }
+  bool Usable() const { return spec_->rate > 0 && spec_->per_ms > 0; }
 
   int64_t next_slot_us_;
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -54,6 +55,18 @@ struct LimitSpec {
   bool shadow = false;
 
   bool operator==(const LimitSpec&) const = default;
+};
+
+// A limit shared, read-only, by its policy and every limiter made from it:
+// one copy per policy limit rather than one per subject. A limiter keeps it
+// alive after its policy is replaced or deleted. Made from a LimitSpec (a
+// private copy, as tests and one-off limiters want) or a shared one.
+struct SpecRef {
+  SpecRef(LimitSpec spec)  // NOLINT: implicit, a copy is a valid SpecRef
+      : ptr(std::make_shared<const LimitSpec>(std::move(spec))) {}
+  SpecRef(std::shared_ptr<const LimitSpec> shared)  // NOLINT
+      : ptr(std::move(shared)) {}
+  std::shared_ptr<const LimitSpec> ptr;  // never null
 };
 
 std::string_view AlgorithmName(Algorithm a);

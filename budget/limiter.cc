@@ -10,22 +10,22 @@
 
 namespace brake {
 
-std::unique_ptr<Limiter> MakeLimiter(const LimitSpec& spec, int64_t now_us) {
-  switch (spec.algorithm) {
+std::unique_ptr<Limiter> MakeLimiter(SpecRef spec, int64_t now_us) {
+  switch (spec.ptr->algorithm) {
     case Algorithm::kTokenBucket:
-      return std::make_unique<TokenBucket>(spec, now_us);
+      return std::make_unique<TokenBucket>(std::move(spec), now_us);
     case Algorithm::kWarmup:
-      return std::make_unique<Warmup>(spec, now_us);
+      return std::make_unique<Warmup>(std::move(spec), now_us);
     case Algorithm::kSlidingLog:
-      return std::make_unique<SlidingLog>(spec, now_us);
+      return std::make_unique<SlidingLog>(std::move(spec), now_us);
     case Algorithm::kFixedWindow:
-      return std::make_unique<FixedWindow>(spec, now_us);
+      return std::make_unique<FixedWindow>(std::move(spec), now_us);
     case Algorithm::kLeakyBucket:
-      return std::make_unique<LeakyBucket>(spec, now_us);
+      return std::make_unique<LeakyBucket>(std::move(spec), now_us);
     case Algorithm::kQuota:
-      return std::make_unique<Quota>(spec, now_us);
+      return std::make_unique<Quota>(std::move(spec), now_us);
     case Algorithm::kConcurrency:
-      return std::make_unique<Concurrency>(spec, now_us);
+      return std::make_unique<Concurrency>(std::move(spec), now_us);
   }
   return nullptr;  // not a valid Algorithm value
 }

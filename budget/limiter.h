@@ -45,7 +45,7 @@ struct LimitUsage {
 
 class Limiter {
  public:
-  explicit Limiter(LimitSpec spec) : spec_(std::move(spec)) {}
+  explicit Limiter(SpecRef spec) : spec_(std::move(spec.ptr)) {}
   virtual ~Limiter() = default;
   Limiter(const Limiter&) = delete;
   Limiter& operator=(const Limiter&) = delete;
@@ -75,27 +75,25 @@ class Limiter {
   virtual std::vector<int64_t> SaveState() const = 0;
   virtual bool RestoreState(const std::vector<int64_t>& state) = 0;
 
-  const LimitSpec& spec() const { return spec_; }
+  const LimitSpec& spec() const { return *spec_; }
+  // Whether `spec` is the very one this limiter reads (not merely equal).
+  bool Shares(const LimitSpec* spec) const { return spec_.get() == spec; }
   // Takes new parameters (same algorithm), keeping the counters: raising a
   // daily cap does not forgive what was spent today.
-  void Reconfigure(LimitSpec spec) {
-    spec_ = std::move(spec);
+  void Reconfigure(SpecRef spec) {
+    spec_ = std::move(spec.ptr);
     SpecChanged();
   }
-
-  // The engine's bookkeeping, not the limiter's: set while a change to this
-  // limiter waits to be drained into a storage batch.
-  bool unsaved = false;
 
  protected:
   // Called after Reconfigure, for figures derived from the spec.
   virtual void SpecChanged() {}
 
-  LimitSpec spec_;
+  std::shared_ptr<const LimitSpec> spec_;  // never null
 };
 
 // A new limiter for `spec`, in its initial state at `now_us` (a token bucket
 // starts full, a warm-up limiter starts cold).
-std::unique_ptr<Limiter> MakeLimiter(const LimitSpec& spec, int64_t now_us);
+std::unique_ptr<Limiter> MakeLimiter(SpecRef spec, int64_t now_us);
 
 }  // namespace brake

@@ -19,7 +19,7 @@ namespace brake {
 class Quota final : public Limiter {
  public:
   // An unused quota for the period holding `now_us`.
-  Quota(LimitSpec spec, int64_t now_us);
+  Quota(SpecRef spec, int64_t now_us);
 
   // kTooLarge when amount > limit; kDeny until the period ends (kNever for
   // total) when count + amount > limit, or amount is 0 and nothing is left.

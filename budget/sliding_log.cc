@@ -14,11 +14,11 @@ using budget_math::SatAdd;
 using budget_math::SatSub;
 using budget_math::Until;
 
-SlidingLog::SlidingLog(LimitSpec spec, int64_t /*now_us*/)
+SlidingLog::SlidingLog(SpecRef spec, int64_t /*now_us*/)
     : Limiter(std::move(spec)) {}
 
 int64_t SlidingLog::WindowUs() const {
-  return std::max<int64_t>(MsToUs(spec_.window_ms), 0);
+  return std::max<int64_t>(MsToUs(spec_->window_ms), 0);
 }
 
 void SlidingLog::Expire(int64_t now_us) {
@@ -47,15 +47,15 @@ int64_t SlidingLog::Sum(int64_t now_us) {
 
 Decision SlidingLog::Check(int64_t amount, int64_t now_us) {
   if (amount <= 0) return {};
-  if (amount > spec_.limit) return {Verdict::kTooLarge, 0};
+  if (amount > spec_->limit) return {Verdict::kTooLarge, 0};
   Expire(now_us);
-  if (SatAdd(sum_, amount) <= spec_.limit) return {};
+  if (SatAdd(sum_, amount) <= spec_->limit) return {};
   // The earliest instant at which enough of the oldest entries have expired.
   // Entries expire in order, so walking from the front finds it exactly.
   int64_t rest = sum_;
   for (const Entry& e : log_) {
     rest = SatSub(rest, e.amount);
-    if (SatAdd(rest, amount) <= spec_.limit) {
+    if (SatAdd(rest, amount) <= spec_->limit) {
       return {Verdict::kDeny, Until(SatAdd(e.t_us, WindowUs()), now_us)};
     }
   }
@@ -98,9 +98,9 @@ void SlidingLog::Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) {
 LimitUsage SlidingLog::Usage(int64_t now_us) {
   Expire(now_us);
   LimitUsage u;
-  u.limit = spec_.limit;
+  u.limit = spec_->limit;
   u.used = sum_;
-  u.remaining = SatSub(spec_.limit, sum_);
+  u.remaining = SatSub(spec_->limit, sum_);
   u.resets_in_us =
       log_.empty() ? 0 : Until(SatAdd(log_.back().t_us, WindowUs()), now_us);
   return u;

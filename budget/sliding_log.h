@@ -18,7 +18,7 @@ namespace brake {
 class SlidingLog final : public Limiter {
  public:
   // An empty log.
-  SlidingLog(LimitSpec spec, int64_t now_us);
+  SlidingLog(SpecRef spec, int64_t now_us);
 
   // kTooLarge when amount > limit; kDeny with the exact time until enough
   // old entries expire.

@@ -16,20 +16,20 @@ using budget_math::SatAdd;
 using budget_math::SatSub;
 using budget_math::Until;
 
-TokenBucket::TokenBucket(LimitSpec spec, int64_t now_us)
+TokenBucket::TokenBucket(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)), empty_at_us_(0), burst_cost_us_(0) {
   SpecChanged();
   Reset(now_us);
 }
 
 int64_t TokenBucket::Burst() const {
-  return spec_.burst > 0 ? spec_.burst : std::max<int64_t>(spec_.rate, 0);
+  return spec_->burst > 0 ? spec_->burst : std::max<int64_t>(spec_->rate, 0);
 }
 
 int64_t TokenBucket::CostUs(int64_t amount) const {
   if (amount <= 0) return 0;
   if (!Usable()) return kMax;
-  return MulDivCeil(amount, MsToUs(spec_.per_ms), spec_.rate);
+  return MulDivCeil(amount, MsToUs(spec_->per_ms), spec_->rate);
 }
 
 int64_t TokenBucket::ClampedEmptyAt(int64_t now_us) const {
@@ -39,7 +39,7 @@ int64_t TokenBucket::ClampedEmptyAt(int64_t now_us) const {
 int64_t TokenBucket::StoredPermits(int64_t now_us) const {
   if (!Usable()) return 0;
   int64_t elapsed = SatSub(now_us, ClampedEmptyAt(now_us));
-  int64_t stored = MulDivFloor(elapsed, spec_.rate, MsToUs(spec_.per_ms));
+  int64_t stored = MulDivFloor(elapsed, spec_->rate, MsToUs(spec_->per_ms));
   return std::min(stored, Burst());
 }
 
@@ -47,7 +47,7 @@ Decision TokenBucket::Check(int64_t amount, int64_t now_us) {
   if (amount <= 0) return {};
   if (!Usable()) return {Verdict::kTooLarge, 0};
   int64_t base = ClampedEmptyAt(now_us);
-  if (spec_.pay_later) {
+  if (spec_->pay_later) {
     // Guava's acquire: granted once earlier debt is paid, whatever the size.
     if (now_us >= base) return {};
     return {Verdict::kDeny, Until(base, now_us)};

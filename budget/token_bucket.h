@@ -23,7 +23,7 @@ namespace brake {
 class TokenBucket final : public Limiter {
  public:
   // A full bucket at `now_us`.
-  TokenBucket(LimitSpec spec, int64_t now_us);
+  TokenBucket(SpecRef spec, int64_t now_us);
 
   Decision Check(int64_t amount, int64_t now_us) override;
   void Charge(int64_t amount, int64_t now_us) override;
@@ -45,7 +45,7 @@ class TokenBucket final : public Limiter {
   int64_t CostUs(int64_t amount) const;
 
  private:
-  bool Usable() const { return spec_.rate > 0 && spec_.per_ms > 0; }
+  bool Usable() const { return spec_->rate > 0 && spec_->per_ms > 0; }
   // empty_at_us_ clamped so that the bucket holds at most `burst`.
   int64_t ClampedEmptyAt(int64_t now_us) const;
   void SpecChanged() override { burst_cost_us_ = CostUs(Burst()); }

@@ -28,7 +28,7 @@ int64_t ToInt64(double v) {
 
 }  // namespace
 
-Warmup::Warmup(LimitSpec spec, int64_t now_us)
+Warmup::Warmup(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)), next_free_us_(0), stored_upermits_(0) {
   Reset(now_us);
 }
@@ -36,11 +36,11 @@ Warmup::Warmup(LimitSpec spec, int64_t now_us)
 Warmup::Shape Warmup::shape() const {
   Shape s;
   if (!Usable()) return s;
-  s.stable_us = static_cast<double>(spec_.per_ms) * 1000.0 /
-                static_cast<double>(spec_.rate);
-  s.cold_us = s.stable_us * spec_.cold_factor;
+  s.stable_us = static_cast<double>(spec_->per_ms) * 1000.0 /
+                static_cast<double>(spec_->rate);
+  s.cold_us = s.stable_us * spec_->cold_factor;
   const double warmup_us =
-      static_cast<double>(std::max<int64_t>(spec_.warmup_ms, 0)) * 1000.0;
+      static_cast<double>(std::max<int64_t>(spec_->warmup_ms, 0)) * 1000.0;
   s.threshold = 0.5 * warmup_us / s.stable_us;
   s.max_permits = s.threshold + 2.0 * warmup_us / (s.stable_us + s.cold_us);
   if (s.max_permits > s.threshold) {
@@ -124,7 +124,7 @@ void Warmup::Settle(int64_t delta, int64_t /*charged_at_us*/, int64_t now_us) {
 
 LimitUsage Warmup::Usage(int64_t now_us) {
   LimitUsage u;
-  u.limit = spec_.rate;
+  u.limit = spec_->rate;
   const int64_t wait = Until(next_free_us_, now_us);
   if (wait > 0 && Usable()) {
     u.used = ToInt64(std::ceil(static_cast<double>(wait) / shape().stable_us));

@@ -35,7 +35,7 @@ class Warmup final : public Limiter {
   };
 
   // A cold limiter (stored = max) whose first request is free at `now_us`.
-  Warmup(LimitSpec spec, int64_t now_us);
+  Warmup(SpecRef spec, int64_t now_us);
 
   // kAdmit iff the next free instant is <= now_us; kDeny until it otherwise.
   // kTooLarge only for a spec without a positive rate.
@@ -60,7 +60,7 @@ class Warmup final : public Limiter {
   int64_t next_free_us() const { return next_free_us_; }
 
  private:
-  bool Usable() const { return spec_.rate > 0 && spec_.per_ms > 0; }
+  bool Usable() const { return spec_->rate > 0 && spec_->per_ms > 0; }
   // Guava's storedPermitsToWaitTime: the cost of taking `take` of `stored`.
   static double StoredToWaitUs(const Shape& s, double stored, double take);
   // Guava's resync: credits idle time since next_free_us_ as stored permits.
