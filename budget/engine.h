@@ -355,7 +355,9 @@ class Engine {
   Limiter* Instance(Subject& s, const std::string& scope,
                     const Policy& policy, size_t i, int64_t now_us,
                     bool create);
-  static Limiter* FindLimiter(const Subject& s, std::string_view name);
+  // Where the subject's limiter `name` is held, or nullptr.
+  static std::unique_ptr<Limiter>* LimiterSlot(Subject& s,
+                                               std::string_view name);
   // The limiter `name` of the subject `scope` in memory, or nullptr.
   Limiter* FindLimiter(const std::string& scope, std::string_view name);
   // Caches the `KIND:*` policies that PolicyFor falls back to.
