@@ -209,7 +209,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   applied.clear();
   for (const Resident& r : subjects) {
     Subject& subject = *r.subject;
-    Resolve(*r.scope, subject, now_us);
+    if (subject.limits_gen != limits_gen_) Resolve(*r.scope, subject, now_us);
     if (subject.policy == nullptr) continue;
     const auto& limits = subject.policy->limits;
     for (size_t i = 0; i < limits.size(); ++i) {
