@@ -207,14 +207,15 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   }
   std::vector<Applied>& applied = scratch_applied_;
   applied.clear();
-  for (const Resident& r : subjects) {
+  for (uint32_t n = 0; n < subjects.size(); ++n) {
+    const Resident& r = subjects[n];
     Subject& subject = *r.subject;
     if (subject.limits_gen != limits_gen_) Resolve(*r.scope, subject, now_us);
     if (subject.policy == nullptr) continue;
     const auto& limits = subject.policy->limits;
     for (size_t i = 0; i < limits.size(); ++i) {
       applied.push_back(
-          Applied{r.scope, &limits[i], subject.limiters[i].get()});
+          Applied{r.scope, &limits[i], subject.limiters[i].get(), n});
     }
   }
 
@@ -275,17 +276,19 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   lease.tokens = want.tokens;
   lease.usd_nano = want.usd_nano;
   lease.granted_at_us = now_us;
+  // The subjects' own keys: each stays in memory while the lease is open.
   lease.scopes.resize(subjects.size());
   for (size_t i = 0; i < subjects.size(); ++i) {
-    lease.scopes[i] = *subjects[i].scope;
+    lease.scopes[i] = subjects[i].scope;
   }
+  lease.reserved = static_cast<uint32_t>(subjects.size());
   lease.charges.resize(applied.size());
   for (size_t i = 0; i < applied.size(); ++i) {
     Applied& a = applied[i];
     int64_t amount = AmountFor(a.spec->resource, want);
     a.limiter->Charge(amount, now_us);
     LeaseCharge& charge = lease.charges[i];
-    charge.scope = *a.scope;
+    charge.scope = a.subject;
     charge.limit = a.spec->name;
     charge.resource = a.spec->resource;
     charge.amount = amount;
@@ -401,8 +404,9 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
   // count of open leases stays true.
   leases_.ForEachOpen([&](Lease& lease) {
     for (const LeaseCharge& c : lease.charges) {
-      if (!covers(c.scope)) continue;
-      Limiter* l = FindLimiter(c.scope, c.limit);
+      const std::string& charged = lease.ScopeOf(c);
+      if (!covers(charged)) continue;
+      Limiter* l = FindLimiter(charged, c.limit);
       if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
         l->Charge(c.amount, now_us);
       }

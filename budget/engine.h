@@ -311,6 +311,7 @@ class Engine {
     const std::string* scope;  // a map key, or into CollectLimits' scopes
     const LimitSpec* spec;
     Limiter* limiter;  // nullptr when not yet instantiated
+    uint32_t subject = 0;  // an acquire's: the index of its subject
   };
 
   // The policy that governs a concrete subject scope: its own, else the

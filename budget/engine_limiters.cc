@@ -49,7 +49,7 @@ Limiter* Engine::Instance(Subject& s, const std::string& scope,
     auto& charges = lease.charges;
     auto gone = std::remove_if(charges.begin(), charges.end(),
                                [&](const LeaseCharge& c) {
-                                 return c.scope == scope &&
+                                 return lease.ScopeOf(c) == scope &&
                                         c.limit == spec->name;
                                });
     if (gone != charges.end()) {

@@ -22,11 +22,10 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
     // restored lease's charge may name another (no acquire makes one):
     // listed here.
     if (l == nullptr) {  // a restored lease: look it up
-      l = FindLimiter(c.scope, c.limit);
+      l = FindLimiter(lease.ScopeOf(c), c.limit);
       if (l == nullptr) continue;  // its policy is gone
-      if (std::find(lease.scopes.begin(), lease.scopes.end(), c.scope) ==
-          lease.scopes.end()) {
-        MarkLimitersUnsaved(Use("", c.scope, now_us));
+      if (c.scope >= lease.reserved) {
+        MarkLimitersUnsaved(Use("", lease.ScopeOf(c), now_us));
       }
     }
     if (l->spec().resource == c.resource) {
@@ -36,8 +35,8 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
     l->Release(c.amount, now_us);
   }
   const bool spent = actual.requests || actual.tokens || actual.usd_nano;
-  for (const std::string& scope : lease.scopes) {
-    Resident r = Use("", scope, now_us);
+  for (uint32_t i = 0; i < lease.reserved; ++i) {
+    Resident r = Use("", *lease.scopes[i], now_us);
     Subject& subject = *r.subject;
     --subject.leases;
     AddTotals(subject.reserved, reserved, -1);

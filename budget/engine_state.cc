@@ -31,18 +31,24 @@ void Engine::RestoreSpend(const SpendRow& row) {
 
 void Engine::RestoreLease(Lease lease, int64_t now_us) {
   Totals reserved{lease.requests, lease.tokens, lease.usd_nano};
-  for (const std::string& scope : lease.scopes) {
-    AddTotals(Touch(scope, now_us, 1).reserved, reserved, 1);
+  // Its reserved scopes point at their subjects' keys from now on (its
+  // own copies may go with it).
+  for (uint32_t i = 0; i < lease.reserved; ++i) {
+    Resident r = Use("", *lease.scopes[i], now_us);
+    ++r.subject->leases;
+    AddTotals(r.subject->reserved, reserved, 1);
+    lease.scopes[i] = r.scope;
   }
   // Concurrency counts are derived from open leases, not persisted: a
   // concurrency limiter without a stored row is made from its policy.
   for (const LeaseCharge& c : lease.charges) {
-    Limiter* l = FindLimiter(c.scope, c.limit);
-    const Policy* policy = l == nullptr ? PolicyFor(c.scope) : nullptr;
+    const std::string& scope = lease.ScopeOf(c);
+    Limiter* l = FindLimiter(scope, c.limit);
+    const Policy* policy = l == nullptr ? PolicyFor(scope) : nullptr;
     for (size_t i = 0; policy != nullptr && i < policy->limits.size(); ++i) {
       const LimitSpec& spec = policy->limits[i];
       if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
-        Resident r = Use("", c.scope, now_us);
+        Resident r = Use("", scope, now_us);
         l = Instance(*r.subject, *r.scope, *policy, i, now_us,
                      /*create=*/true);
       }

@@ -16,17 +16,24 @@ namespace brake {
 class Limiter;
 
 struct LeaseCharge {
-  std::string scope;  // concrete scope of the limiter, e.g. "user:alice"
   std::string limit;  // limit name
-  Resource resource = Resource::kRequests;
-  int64_t amount = 0;  // what was charged, in resource units
   // The engine's limiter, while it holds one (not stored; nullptr after a
   // restore). Valid while the lease is open: a subject with an open lease
   // is never evicted, and replacing a limiter removes its charges.
   Limiter* limiter = nullptr;
+  int64_t amount = 0;  // what was charged, in resource units
+  uint32_t scope = 0;  // the limiter's subject: an index into Lease::scopes
+  Resource resource = Resource::kRequests;
 };
 
+// Move-only: a lease's scopes may point into its own `names`.
 struct Lease {
+  Lease() = default;
+  Lease(Lease&&) = default;
+  Lease& operator=(Lease&&) = default;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
   std::string id;
   std::string user;
   std::string task;
@@ -39,8 +46,30 @@ struct Lease {
   int64_t usd_nano = 0;  // reserved
   int64_t granted_at_us = 0;
   int64_t expires_at_us = 0;
-  std::vector<std::string> scopes;  // subject scopes: spend and reserved
+  // The subject scopes the lease names, no string copied: the first
+  // `reserved` hold its reservation (and its spend, once settled); any after
+  // are other scopes its charges name (a restored row only; no acquire
+  // makes one). Each points at the engine's key of a subject in memory,
+  // which stays while a lease holds it, or into `names`.
+  std::vector<const std::string*> scopes;
+  uint32_t reserved = 0;
+  // A decoded (or hand-made) lease's own scope strings, until the engine
+  // restores it and points its reserved scopes at its subjects.
+  std::vector<std::string> names;
   std::vector<LeaseCharge> charges;
+
+  // The scope a charge names.
+  const std::string& ScopeOf(const LeaseCharge& c) const {
+    return *scopes[c.scope];
+  }
+  // Gives the lease its own copies of `all` (the first `n_reserved` its
+  // reserved scopes), replacing its scopes.
+  void OwnScopes(std::vector<std::string> all, uint32_t n_reserved) {
+    names = std::move(all);
+    scopes.clear();
+    for (const std::string& s : names) scopes.push_back(&s);
+    reserved = n_reserved;
+  }
 };
 
 // What settling a lease charged; a duplicate commit or cancel answers the

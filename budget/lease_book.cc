@@ -67,6 +67,7 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
   auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
   lease.id.assign(prefix_).append(digits, end);
   lease.expires_at_us = expires_at_us;
+  lease.names.clear();  // a recycled restored lease's
   if (expires_at_us >= last_expiry_us_) {
     last_expiry_us_ = expires_at_us;
   } else {

@@ -55,7 +55,9 @@ Status Daemon::Restore(const Snapshot& snapshot, Store& store) {
   for (const LeaseRow& row : snapshot.leases) {
     auto lease = DecodeLease(row.id, row.json);
     if (!lease.ok()) return lease.status();
-    scopes.insert(scopes.end(), lease->scopes.begin(), lease->scopes.end());
+    for (uint32_t i = 0; i < lease->reserved; ++i) {
+      scopes.push_back(*lease->scopes[i]);
+    }
     leases.push_back(std::move(*lease));
   }
   std::sort(scopes.begin(), scopes.end());

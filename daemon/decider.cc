@@ -179,7 +179,9 @@ Result<Settlement> Decider::Commit(const CommitRequest& request,
                         outcome == breaker::Outcome::kThrottled;
   if (const Lease* lease = engine_->FindLease(request.lease);
       lease != nullptr && may_feed) {
-    scopes = lease->scopes;
+    for (uint32_t i = 0; i < lease->reserved; ++i) {
+      scopes.push_back(*lease->scopes[i]);
+    }
     resource = lease->resource;
     task = lease->task;
   }

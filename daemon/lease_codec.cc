@@ -1,6 +1,7 @@
 #include "daemon/lease_codec.h"
 
 #include <charconv>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -46,9 +47,10 @@ class LeaseWriter {
     size_t strings = l.user.size() + l.task.size() + l.parent.size() +
                      l.resource.size() + l.model.size() +
                      l.fingerprint.size();
-    for (const std::string& s : l.scopes) strings += s.size() + 3;
+    for (const std::string* s : l.scopes) strings += s->size() + 3;
     for (const LeaseCharge& c : l.charges) {
-      strings += c.scope.size() + c.limit.size() + 40;
+      strings += c.limit.size() + 40;
+      if (c.scope >= l.reserved) strings += l.ScopeOf(c).size();
     }
     const size_t worst = 6 * strings + 512;  // 512: punctuation, integers
     if (out_.size() < worst) out_.resize(worst);
@@ -102,6 +104,15 @@ int64_t Integer(const json& v) {
   return v.get<int64_t>();
 }
 
+// The index in `all` of a charge's scope, appended after the lease's own
+// when it is none of them.
+uint32_t ScopeIndex(std::vector<std::string>* all, std::string scope) {
+  auto it = std::find(all->begin(), all->end(), scope);
+  if (it != all->end()) return static_cast<uint32_t>(it - all->begin());
+  all->push_back(std::move(scope));
+  return static_cast<uint32_t>(all->size() - 1);
+}
+
 // Format 1: the JSON object of schema 3 and before.
 bool DecodeObject(const json& j, Lease* l) {
   l->id = j.at("id").get<std::string>();
@@ -116,10 +127,11 @@ bool DecodeObject(const json& j, Lease* l) {
   l->usd_nano = Integer(j.at("usd_nano"));
   l->granted_at_us = Integer(j.at("granted_at_us"));
   l->expires_at_us = Integer(j.at("expires_at_us"));
-  l->scopes = j.at("scopes").get<std::vector<std::string>>();
+  auto all = j.at("scopes").get<std::vector<std::string>>();
+  const size_t reserved = all.size();
   for (const json& c : j.at("charges")) {
     LeaseCharge charge;
-    charge.scope = c.at(0).get<std::string>();
+    charge.scope = ScopeIndex(&all, c.at(0).get<std::string>());
     charge.limit = c.at(1).get<std::string>();
     if (!ParseResource(c.at(2).get<std::string>(), &charge.resource)) {
       return false;
@@ -127,6 +139,7 @@ bool DecodeObject(const json& j, Lease* l) {
     charge.amount = Integer(c.at(3));
     l->charges.push_back(std::move(charge));
   }
+  l->OwnScopes(std::move(all), static_cast<uint32_t>(reserved));
   return true;
 }
 
@@ -145,26 +158,26 @@ bool DecodeArray(std::string_view id, const json& j, Lease* l) {
   l->usd_nano = Integer(j.at(9));
   l->granted_at_us = Integer(j.at(10));
   l->expires_at_us = Integer(j.at(11));
-  l->scopes = j.at(12).get<std::vector<std::string>>();
+  auto all = j.at(12).get<std::vector<std::string>>();
+  const size_t reserved = all.size();
   const json& charges = j.at(13);
   if (!charges.is_array()) return false;
   for (const json& c : charges) {
     if (!c.is_array() || c.size() != 4) return false;
     LeaseCharge charge;
     if (c.at(0).is_string()) {
-      charge.scope = c.at(0).get<std::string>();
+      charge.scope = ScopeIndex(&all, c.at(0).get<std::string>());
     } else {
       const int64_t at = Integer(c.at(0));
-      if (at < 0 || static_cast<uint64_t>(at) >= l->scopes.size()) {
-        return false;
-      }
-      charge.scope = l->scopes[static_cast<size_t>(at)];
+      if (at < 0 || static_cast<uint64_t>(at) >= reserved) return false;
+      charge.scope = static_cast<uint32_t>(at);
     }
     charge.limit = c.at(1).get<std::string>();
     if (!ResourceOfCode(Integer(c.at(2)), &charge.resource)) return false;
     charge.amount = Integer(c.at(3));
     l->charges.push_back(std::move(charge));
   }
+  l->OwnScopes(std::move(all), static_cast<uint32_t>(reserved));
   return true;
 }
 
@@ -190,9 +203,9 @@ std::string EncodeLease(const Lease& l) {
   }
   w.Char(',');
   w.Char('[');
-  for (size_t i = 0; i < l.scopes.size(); ++i) {
+  for (size_t i = 0; i < l.reserved; ++i) {
     if (i > 0) w.Char(',');
-    w.String(l.scopes[i]);
+    w.String(*l.scopes[i]);
   }
   w.Char(']');
   w.Char(',');
@@ -201,12 +214,10 @@ std::string EncodeLease(const Lease& l) {
     const LeaseCharge& c = l.charges[i];
     if (i > 0) w.Char(',');
     w.Char('[');
-    size_t at = 0;
-    while (at < l.scopes.size() && l.scopes[at] != c.scope) ++at;
-    if (at < l.scopes.size()) {
-      w.Int(static_cast<int64_t>(at));
+    if (c.scope < l.reserved) {
+      w.Int(c.scope);
     } else {
-      w.String(c.scope);
+      w.String(l.ScopeOf(c));
     }
     w.Char(',');
     w.String(c.limit);

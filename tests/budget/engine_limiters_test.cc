@@ -2,6 +2,7 @@
 // changes reach storage.
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
 
 #include "budget/engine.h"
 #include "tests/budget/engine_helpers.h"
@@ -97,13 +98,13 @@ TEST_CASE("engine limiters: a restored charge outside the lease's scopes",
   lease.requests = 1;
   lease.granted_at_us = kT0;
   lease.expires_at_us = kT0 + kTtlUs;
-  lease.scopes = {"global", "user:alice", "task:t1"};
+  lease.OwnScopes({"global", "user:alice", "task:t1", "user:zed"}, 3);
   LeaseCharge charge;
-  charge.scope = "user:zed";
+  charge.scope = 3;  // user:zed, none of the lease's reserved scopes
   charge.limit = "c";
   charge.amount = 1;
   lease.charges.push_back(charge);
-  e.RestoreLease(lease, kT0);
+  e.RestoreLease(std::move(lease), kT0);
   CHECK(UsageOf(e, "user:zed", "user:zed", "c", kT0).used == 1);
   (void)DrainAll(e);
 

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "budget/limiter.h"
@@ -151,10 +152,12 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
   old.id = "old-7";
   old.user = "alice";
   old.expires_at_us = kT0 + 50;
-  book.Restore(old);
-  Lease again = old;
+  Lease again;
+  again.id = old.id;
   again.user = "bob";
-  book.Restore(again);  // restored twice: the first stays
+  again.expires_at_us = old.expires_at_us;
+  book.Restore(std::move(old));
+  book.Restore(std::move(again));  // restored twice: the first stays
   CHECK(book.open() == 1);
   REQUIRE(book.Find("old-7") != nullptr);
   CHECK(book.Find("old-7")->user == "alice");
@@ -181,7 +184,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
     LeaseBook fresh("new-");
     Lease mine;
     mine.id = "new-41";
-    fresh.Restore(mine);
+    fresh.Restore(std::move(mine));
     CHECK(fresh.Open(kT0).id == "new-42");
     CHECK(fresh.open() == 2);
   }

@@ -3,9 +3,11 @@
 // storage error, never a crash or a half-read lease.
 #include "daemon/lease_codec.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,50 @@ namespace brake {
 namespace {
 
 using nlohmann::json;
+
+struct NamedCharge {
+  std::string scope;
+  std::string limit;
+  Resource resource;
+  int64_t amount;
+};
+
+// Gives `l` the reserved scopes `reserved` and the charges `charges`, a
+// charge's scope by name (added after the reserved ones when none of them).
+void SetScopes(Lease* l, std::vector<std::string> reserved,
+               const std::vector<NamedCharge>& charges) {
+  const auto n = static_cast<uint32_t>(reserved.size());
+  std::vector<uint32_t> at;
+  for (const NamedCharge& c : charges) {
+    auto it = std::find(reserved.begin(), reserved.end(), c.scope);
+    at.push_back(static_cast<uint32_t>(it - reserved.begin()));
+    if (it == reserved.end()) reserved.push_back(c.scope);
+  }
+  l->OwnScopes(std::move(reserved), n);
+  l->charges.clear();
+  for (size_t i = 0; i < charges.size(); ++i) {
+    LeaseCharge c;
+    c.scope = at[i];
+    c.limit = charges[i].limit;
+    c.resource = charges[i].resource;
+    c.amount = charges[i].amount;
+    l->charges.push_back(c);
+  }
+}
+
+std::vector<std::string> ReservedOf(const Lease& l) {
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < l.reserved; ++i) out.push_back(*l.scopes[i]);
+  return out;
+}
+
+std::vector<NamedCharge> ChargesOf(const Lease& l) {
+  std::vector<NamedCharge> out;
+  for (const LeaseCharge& c : l.charges) {
+    out.push_back({l.ScopeOf(c), c.limit, c.resource, c.amount});
+  }
+  return out;
+}
 
 Lease SampleLease() {
   Lease l;
@@ -29,11 +75,12 @@ Lease SampleLease() {
   l.usd_nano = 12'000'000;
   l.granted_at_us = 1'700'000'000'000'000;
   l.expires_at_us = 1'700'000'600'000'000;
-  l.scopes = {"global", "user:alice", "task:t-42", "task:t-7",
-              "resource:openai"};
-  l.charges = {{"user:alice", "daily", Resource::kUsd, 12'000'000},
-               {"task:t-42", "inflight", Resource::kRequests, 1},
-               {"resource:openai", "tpm", Resource::kTokens, 1200}};
+  SetScopes(&l,
+            {"global", "user:alice", "task:t-42", "task:t-7",
+             "resource:openai"},
+            {{"user:alice", "daily", Resource::kUsd, 12'000'000},
+             {"task:t-42", "inflight", Resource::kRequests, 1},
+             {"resource:openai", "tpm", Resource::kTokens, 1200}});
   return l;
 }
 
@@ -50,13 +97,15 @@ void CheckSameLease(const Lease& a, const Lease& b) {
   CHECK(a.usd_nano == b.usd_nano);
   CHECK(a.granted_at_us == b.granted_at_us);
   CHECK(a.expires_at_us == b.expires_at_us);
-  CHECK(a.scopes == b.scopes);
-  REQUIRE(a.charges.size() == b.charges.size());
-  for (size_t i = 0; i < a.charges.size(); ++i) {
-    CHECK(a.charges[i].scope == b.charges[i].scope);
-    CHECK(a.charges[i].limit == b.charges[i].limit);
-    CHECK(a.charges[i].resource == b.charges[i].resource);
-    CHECK(a.charges[i].amount == b.charges[i].amount);
+  CHECK(ReservedOf(a) == ReservedOf(b));
+  const auto ca = ChargesOf(a);
+  const auto cb = ChargesOf(b);
+  REQUIRE(ca.size() == cb.size());
+  for (size_t i = 0; i < ca.size(); ++i) {
+    CHECK(ca[i].scope == cb[i].scope);
+    CHECK(ca[i].limit == cb[i].limit);
+    CHECK(ca[i].resource == cb[i].resource);
+    CHECK(ca[i].amount == cb[i].amount);
   }
 }
 
@@ -67,7 +116,7 @@ Result<Lease> RoundTrip(const Lease& l) {
 // What schema 3's braked wrote for `l`.
 json FormatOne(const Lease& l) {
   json charges = json::array();
-  for (const LeaseCharge& c : l.charges) {
+  for (const NamedCharge& c : ChargesOf(l)) {
     charges.push_back(json::array(
         {c.scope, c.limit, std::string(ResourceName(c.resource)), c.amount}));
   }
@@ -83,7 +132,7 @@ json FormatOne(const Lease& l) {
           {"usd_nano", l.usd_nano},
           {"granted_at_us", l.granted_at_us},
           {"expires_at_us", l.expires_at_us},
-          {"scopes", l.scopes},
+          {"scopes", ReservedOf(l)},
           {"charges", charges}};
 }
 
@@ -106,8 +155,11 @@ TEST_CASE("lease codec: leases round trip", "[codec][lease]") {
   extreme.task = "quote\" backslash\\ slash/ del\x7f";
   extreme.fingerprint = std::string("ctl\x01\x1f\n\t", 7) + "\xe2\x80\xa8";
   extreme.requests = INT64_MIN;
-  extreme.scopes.push_back("task:quote\" backslash\\");
-  extreme.charges.push_back({"task:\"\\", "n\"", Resource::kUsd, -1});
+  auto scopes = ReservedOf(extreme);
+  auto charges = ChargesOf(extreme);
+  scopes.push_back("task:quote\" backslash\\");
+  charges.push_back({"task:\"\\", "n\"", Resource::kUsd, -1});
+  SetScopes(&extreme, scopes, charges);
   auto x = RoundTrip(extreme);
   REQUIRE(x.ok());
   CheckSameLease(extreme, *x);
@@ -124,7 +176,9 @@ TEST_CASE("lease codec: the compact form", "[codec][lease]") {
   CHECK(text.size() * 2 < FormatOne(SampleLease()).dump().size() + 120);
   // A charge on a scope the lease does not list keeps its name.
   Lease odd = SampleLease();
-  odd.charges.push_back({"task:elsewhere", "n", Resource::kTokens, 3});
+  auto charges = ChargesOf(odd);
+  charges.push_back({"task:elsewhere", "n", Resource::kTokens, 3});
+  SetScopes(&odd, ReservedOf(odd), charges);
   auto back = RoundTrip(odd);
   REQUIRE(back.ok());
   CheckSameLease(odd, *back);
@@ -154,14 +208,17 @@ TEST_CASE("lease codec: a lease of escapes only still fits its buffer",
       ctl;
   l.requests = l.tokens = l.usd_nano = INT64_MIN;
   l.granted_at_us = l.expires_at_us = INT64_MIN;
+  std::vector<std::string> scopes;
+  std::vector<NamedCharge> charges;
   for (int i = 0; i < 40; ++i) {
-    l.scopes.push_back(ctl + std::to_string(i));
-    l.charges.push_back({ctl, ctl, Resource::kTokens, INT64_MIN});
-    l.charges.push_back({"", "", Resource::kUsd, INT64_MIN});
-    l.charges.push_back({std::string(300, '"'), ctl, Resource::kUsd,
-                         INT64_MIN});
+    scopes.push_back(ctl + std::to_string(i));
+    charges.push_back({ctl, ctl, Resource::kTokens, INT64_MIN});
+    charges.push_back({"", "", Resource::kUsd, INT64_MIN});
+    charges.push_back({std::string(300, '"'), ctl, Resource::kUsd,
+                       INT64_MIN});
   }
-  l.scopes.push_back("");
+  scopes.push_back("");
+  SetScopes(&l, scopes, charges);
   const std::string text = EncodeLease(l);
   CHECK(json::accept(text));
   auto back = DecodeLease(l.id, text);

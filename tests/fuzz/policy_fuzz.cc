@@ -73,13 +73,14 @@ void CheckLease(std::string_view text) {
                  a.requests == b.requests && a.tokens == b.tokens &&
                  a.usd_nano == b.usd_nano &&
                  a.granted_at_us == b.granted_at_us &&
-                 a.expires_at_us == b.expires_at_us && a.scopes == b.scopes &&
+                 a.expires_at_us == b.expires_at_us && a.names == b.names &&
+                 a.reserved == b.reserved &&
                  a.charges.size() == b.charges.size(),
              "lease changed in a round trip: " + encoded);
   for (size_t i = 0; i < a.charges.size(); ++i) {
     const brake::LeaseCharge& x = a.charges[i];
     const brake::LeaseCharge& y = b.charges[i];
-    FUZZ_CHECK(x.scope == y.scope && x.limit == y.limit &&
+    FUZZ_CHECK(a.ScopeOf(x) == b.ScopeOf(y) && x.limit == y.limit &&
                    x.resource == y.resource && x.amount == y.amount,
                "charge changed in a round trip: " + encoded);
   }
