@@ -312,7 +312,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   }
   ++mutations_;
   out->granted = true;
-  out->lease = lease.id;
+  leases_.IdOf(lease, &out->lease);
   return Status::Ok();
 }
 

@@ -54,7 +54,7 @@ Limiter* Engine::Instance(Subject& s, const std::string& scope,
                                });
     if (gone != charges.end()) {
       charges.erase(gone, charges.end());
-      leases_.MarkChanged(lease.id);
+      leases_.MarkChanged(lease);
     }
   });
   return slot->get();

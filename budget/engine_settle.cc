@@ -103,7 +103,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
                               lease.parent, lease.resource, lease.model,
                               actual.requests, actual.tokens, input, output,
                               actual.usd_nano, req.latency_ms, req.outcome,
-                              false, lease.id});
+                              false, req.lease});
   Settlement s{actual.tokens, actual.usd_nano, false};
   leases_.Settle(req.lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
@@ -129,7 +129,7 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
   int n = 0;
   while (Lease* next = leases_.NextExpired(now_us)) {
     Lease& lease = *next;
-    const std::string id = lease.id;
+    const std::string id = leases_.IdOf(lease);
     Totals actual{lease.requests, lease.tokens, lease.usd_nano};
     SettleLease(lease, actual, now_us);
     ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,

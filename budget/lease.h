@@ -34,6 +34,10 @@ struct Lease {
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
 
+  // This run's lease number (its id is the book's prefix and the number,
+  // spelled by LeaseBook::IdOf, not kept), or 0 for an earlier run's lease
+  // or a decoded one, whose id is `id`.
+  uint64_t number = 0;
   std::string id;
   std::string user;
   std::string task;

@@ -63,23 +63,39 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
     pool_.pop_back();
   }
   Lease& lease = *slot.lease;
-  char digits[24];
-  auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
-  lease.id.assign(prefix_).append(digits, end);
+  lease.number = number;
+  lease.id.clear();
   lease.expires_at_us = expires_at_us;
   lease.names.clear();  // a recycled restored lease's
   if (expires_at_us >= last_expiry_us_) {
     last_expiry_us_ = expires_at_us;
   } else {
     slot.late = true;
-    late_.emplace(expires_at_us, lease.id);
+    late_.emplace(expires_at_us, IdOf(lease));
   }
   ++open_;
   List(slot, number, lease.id);
   return lease;
 }
 
+void LeaseBook::IdOf(const Lease& lease, std::string* out) const {
+  if (lease.number == 0) {
+    *out = lease.id;
+    return;
+  }
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof(digits), lease.number).ptr;
+  out->assign(prefix_).append(digits, end);
+}
+
+std::string LeaseBook::IdOf(const Lease& lease) const {
+  std::string id;
+  IdOf(lease, &id);
+  return id;
+}
+
 void LeaseBook::Restore(Lease lease) {
+  lease.number = 0;  // its id is its own
   if (uint64_t n = OwnNumber(lease.id); n != 0 && ring_.empty() && n >= base_) {
     base_ = n + 1;
   }
@@ -118,9 +134,15 @@ void LeaseBook::List(Slot& slot, uint64_t number, const std::string& id) {
   }
 }
 
-void LeaseBook::MarkChanged(const std::string& id) {
-  Slot* slot = SlotOf(id);
-  if (slot != nullptr && !slot->settled) List(*slot, OwnNumber(id), id);
+void LeaseBook::MarkChanged(const Lease& lease) {
+  if (lease.number != 0) {
+    if (lease.number < base_ || lease.number - base_ >= ring_.size()) return;
+    Slot& slot = ring_[lease.number - base_];
+    if (!slot.settled) List(slot, lease.number, lease.id);
+    return;
+  }
+  Slot* slot = SlotOf(lease.id);
+  if (slot != nullptr && !slot->settled) List(*slot, 0, lease.id);
 }
 
 void LeaseBook::Recycle(std::unique_ptr<Lease> lease) {
@@ -129,9 +151,10 @@ void LeaseBook::Recycle(std::unique_ptr<Lease> lease) {
 
 void LeaseBook::Settle(const std::string& id, const Settlement& s,
                        int64_t now_us) {
-  uint64_t number = OwnNumber(id);
   Slot* slot = SlotOf(id);
   if (slot == nullptr || slot->settled) return;
+  // An earlier run's lease may have this run's spelling (below base_).
+  const uint64_t number = slot->lease->number;
   if (slot->late) EraseLate(late_, slot->lease->expires_at_us, id);
   slot->result = s;
   slot->settled = true;
@@ -224,14 +247,10 @@ bool LeaseBook::Drain(Batch* batch,
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
     Slot& slot = ring_[number - base_];
-    if (slot.settled) {
-      char digits[24];
-      auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
-      id.assign(prefix_).append(digits, end);
-      drain(slot, id);
-    } else {
-      drain(slot, slot.lease->id);
-    }
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
+    id.assign(prefix_).append(digits, end);
+    drain(slot, id);
   }
   for (const std::string& other : dirty_other_) {
     if (auto it = other_.find(other); it != other_.end()) drain(it->second, other);

@@ -33,10 +33,13 @@ class LeaseBook {
  public:
   explicit LeaseBook(std::string prefix) : prefix_(std::move(prefix)) {}
 
-  // A new open lease with its id and expiry set and every other field
+  // A new open lease with its number and expiry set and every other field
   // empty (a recycled object: its strings keep their capacity), listed for
   // the next Drain. Valid until it is settled.
   Lease& Open(int64_t expires_at_us);
+  // The id of a lease of this book.
+  std::string IdOf(const Lease& lease) const;
+  void IdOf(const Lease& lease, std::string* out) const;
   // An earlier run's lease (its own prefix), listed for nothing: its row is
   // stored. An id that parses as one of this run's numbers moves the
   // numbering past it while no lease of this run exists yet.
@@ -51,7 +54,7 @@ class LeaseBook {
   // Ends the open lease `id` with `s`; it answers duplicates from now on.
   void Settle(const std::string& id, const Settlement& s, int64_t now_us);
   // Lists an open lease for the next Drain (its row changed).
-  void MarkChanged(const std::string& id);
+  void MarkChanged(const Lease& lease);
   // Drops the settlements of leases settled before `cutoff_us` (those of
   // this run only once every slot before them is settled too). A stored row
   // not yet deleted by a Drain still is, by the next one.
@@ -70,7 +73,7 @@ class LeaseBook {
   bool dirty() const {
     return !dirty_own_.empty() || !dirty_other_.empty() || !gone_.empty();
   }
-  // Puts listed open leases (encoded) and deletes the stored rows of listed
+  // Puts listed open leases (encoded, each with its id) and deletes the stored rows of listed
   // settled ones into `batch`; a lease opened and settled between two
   // drains was never stored and needs neither. True when it added a row.
   bool Drain(Batch* batch,

@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kT0 = 1'000'000'000;
 constexpr int64_t kTtl = 60'000'000;
 
-std::string Encode(const Lease& l) { return l.id + "@" + l.user; }
+std::string Encode(const Lease& l) { return l.user; }
 
 struct Drained {
   std::vector<std::string> put;
@@ -24,7 +24,9 @@ Drained DrainOf(LeaseBook& book) {
   Batch batch;
   book.Drain(&batch, Encode);
   Drained d;
-  for (const LeaseRow& row : batch.leases_put) d.put.push_back(row.json);
+  for (const LeaseRow& row : batch.leases_put) {
+    d.put.push_back(row.id + "@" + row.json);
+  }
   d.deleted = batch.leases_deleted;
   return d;
 }
@@ -35,9 +37,9 @@ TEST_CASE("lease book: ids count up and are found by number",
           "[lease_book]") {
   LeaseBook book("run-");
   Lease& a = book.Open(kT0 + kTtl);
-  CHECK(a.id == "run-1");
+  CHECK(book.IdOf(a) == "run-1");
   a.user = "alice";
-  CHECK(book.Open(kT0 + kTtl).id == "run-2");
+  CHECK(book.IdOf(book.Open(kT0 + kTtl)) == "run-2");
   CHECK(book.open() == 2);
   REQUIRE(book.Find("run-1") != nullptr);
   CHECK(book.Find("run-1")->user == "alice");
@@ -81,7 +83,7 @@ TEST_CASE("lease book: settled leases answer duplicates until forgotten",
     book.ForgetSettledBefore(kT0 + 21);
     CHECK(book.FindSettled("r2") == nullptr);
     CHECK(book.FindSettled("r3") == nullptr);
-    CHECK(book.Open(kT0 + kTtl).id == "r4");  // numbering goes on
+    CHECK(book.IdOf(book.Open(kT0 + kTtl)) == "r4");  // numbering goes on
   }
 }
 
@@ -98,8 +100,8 @@ TEST_CASE("lease book: expiry in order, also after the TTL shrinks",
 
   std::vector<std::string> order;
   while (Lease* l = book.NextExpired(kT0 + 1000)) {
-    order.push_back(l->id);
-    book.Settle(l->id, Settlement{}, kT0 + 1000);
+    order.push_back(book.IdOf(*l));
+    book.Settle(book.IdOf(*l), Settlement{}, kT0 + 1000);
   }
   CHECK(order == Ids{"r1", "r3", "r2", "r4"});
   CHECK(book.NextExpiryUs() == kNever);
@@ -110,7 +112,7 @@ TEST_CASE("lease book: expiry in order, also after the TTL shrinks",
   CHECK(book.NextExpiryUs() == kT0 + 3000);
   CHECK(book.NextExpired(kT0 + 2999) == nullptr);
   REQUIRE(book.NextExpired(kT0 + 3000) != nullptr);
-  CHECK(book.NextExpired(kT0 + 3000)->id == "r6");
+  CHECK(book.IdOf(*book.NextExpired(kT0 + 3000)) == "r6");
 }
 
 TEST_CASE("lease book: drain puts open leases and deletes stored ones",
@@ -125,8 +127,8 @@ TEST_CASE("lease book: drain puts open leases and deletes stored ones",
   CHECK(d.deleted.empty());
   CHECK_FALSE(book.dirty());
 
-  book.MarkChanged("r1");
-  book.MarkChanged("r1");  // listed once
+  book.MarkChanged(*book.Find("r1"));
+  book.MarkChanged(*book.Find("r1"));  // listed once
   CHECK(DrainOf(book).put == Ids{"r1@a"});
 
   book.Settle("r1", Settlement{}, kT0 + 1);
@@ -171,7 +173,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
 
   Lease* first = book.NextExpired(kT0 + 100);
   REQUIRE(first != nullptr);
-  CHECK(first->id == "old-7");
+  CHECK(book.IdOf(*first) == "old-7");
   book.Settle("old-7", Settlement{9, 0, false}, kT0 + 100);
   CHECK(book.FindSettled("old-7")->charged_tokens == 9);
   Drained d = DrainOf(book);
@@ -185,7 +187,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
     Lease mine;
     mine.id = "new-41";
     fresh.Restore(std::move(mine));
-    CHECK(fresh.Open(kT0).id == "new-42");
+    CHECK(fresh.IdOf(fresh.Open(kT0)) == "new-42");
     CHECK(fresh.open() == 2);
   }
 }
@@ -198,7 +200,7 @@ TEST_CASE("lease book: a recycled lease object gets a new id and expiry",
   a.expires_at_us = kT0 + kTtl;
   book.Settle("r1", Settlement{}, kT0);
   Lease& b = book.Open(kT0 + 2 * kTtl);
-  CHECK(b.id == "r2");
+  CHECK(book.IdOf(b) == "r2");
   CHECK(b.expires_at_us == kT0 + 2 * kTtl);
   CHECK(book.Find("r1") == nullptr);
 }
