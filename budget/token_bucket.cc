@@ -17,7 +17,10 @@ using budget_math::SatSub;
 using budget_math::Until;
 
 TokenBucket::TokenBucket(SpecRef spec, int64_t now_us)
-    : Limiter(std::move(spec)), empty_at_us_(0), burst_cost_us_(0) {
+    : Limiter(std::move(spec)),
+      empty_at_us_(0),
+      burst_cost_us_(0),
+      unit_cost_us_(0) {
   SpecChanged();
   Reset(now_us);
 }
@@ -26,7 +29,14 @@ int64_t TokenBucket::Burst() const {
   return spec_->burst > 0 ? spec_->burst : std::max<int64_t>(spec_->rate, 0);
 }
 
+void TokenBucket::SpecChanged() {
+  unit_cost_us_ =
+      Usable() ? MulDivCeil(1, MsToUs(spec_->per_ms), spec_->rate) : kMax;
+  burst_cost_us_ = CostUs(Burst());
+}
+
 int64_t TokenBucket::CostUs(int64_t amount) const {
+  if (amount == 1) return unit_cost_us_;
   if (amount <= 0) return 0;
   if (!Usable()) return kMax;
   return MulDivCeil(amount, MsToUs(spec_->per_ms), spec_->rate);

@@ -48,10 +48,12 @@ class TokenBucket final : public Limiter {
   bool Usable() const { return spec_->rate > 0 && spec_->per_ms > 0; }
   // empty_at_us_ clamped so that the bucket holds at most `burst`.
   int64_t ClampedEmptyAt(int64_t now_us) const;
-  void SpecChanged() override { burst_cost_us_ = CostUs(Burst()); }
+  void SpecChanged() override;
 
   int64_t empty_at_us_;
   int64_t burst_cost_us_;  // CostUs(Burst()), asked on every call
+  // CostUs(1): a request's cost, the usual amount, without a division.
+  int64_t unit_cost_us_;
 };
 
 }  // namespace brake

@@ -195,6 +195,29 @@ TEST_CASE("token bucket: settle, usage, save/restore, reset", "[budget]") {
   }
 }
 
+TEST_CASE("token bucket: a new rate prices a single permit anew",
+          "[budget]") {
+  // The cost of one permit is kept beside the spec (the usual request asks
+  // for one): it must follow every change of rate or period.
+  const int64_t t0 = 5 * kSec;
+  TokenBucket b(Bucket(100, 1000, 100), t0);
+  CHECK(b.CostUs(1) == 10 * kMs);
+  REQUIRE(Take(b, 100, t0));
+  CHECK(b.Check(1, t0).retry_after_us == 10 * kMs);
+  b.Reconfigure(Bucket(10, 1000, 100));
+  CHECK(b.CostUs(1) == 100 * kMs);
+  CHECK(b.CostUs(2) == 200 * kMs);
+  CHECK(b.Check(1, t0).retry_after_us == 100 * kMs);
+  b.Reconfigure(Bucket(3, 1000, 100));  // 333,333.3 us, rounded up
+  CHECK(b.CostUs(1) == 333'334);
+  CHECK(b.Check(1, t0).retry_after_us == 333'334);
+  b.Reconfigure(Bucket(0, 1000, 100));  // no refill: never
+  CHECK(b.CostUs(1) == std::numeric_limits<int64_t>::max());
+  CHECK(b.Check(1, t0).verdict == Verdict::kTooLarge);
+  b.Reconfigure(Bucket(100, 1000, 100));
+  CHECK(b.Check(1, t0).retry_after_us == 10 * kMs);
+}
+
 TEST_CASE("token bucket: extreme values saturate", "[budget]") {
   constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
   TokenBucket b(Bucket(1, kBig, kBig, /*pay_later=*/true), 0);
