@@ -22,16 +22,25 @@ constexpr int64_t Clamp128(__int128 v) {
   return static_cast<int64_t>(v);
 }
 
+// The overflow builtins: a flag test, where a 128-bit sum and its clamp
+// took two compares of 128-bit values (these run several times per limit
+// per decision).
 constexpr int64_t SatAdd(int64_t a, int64_t b) {
-  return Clamp128(static_cast<__int128>(a) + b);
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kMax : kMin;
+  return r;
 }
 
 constexpr int64_t SatSub(int64_t a, int64_t b) {
-  return Clamp128(static_cast<__int128>(a) - b);
+  int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? kMax : kMin;
+  return r;
 }
 
 constexpr int64_t SatMul(int64_t a, int64_t b) {
-  return Clamp128(static_cast<__int128>(a) * b);
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? kMin : kMax;
+  return r;
 }
 
 // Milliseconds to microseconds, saturating.

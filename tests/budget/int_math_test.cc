@@ -21,6 +21,28 @@ __int128 RefCeil(__int128 n, __int128 d) {
   return q;
 }
 
+TEST_CASE("int math: saturating add, subtract and multiply agree with the "
+          "clamped 128-bit result",
+          "[int_math]") {
+  std::vector<int64_t> vs = {0, 1, -1, 2, -2, 1'000, -1'000, kMax, kMax - 1,
+                             kMin, kMin + 1, kMax / 2, kMin / 2,
+                             3'037'000'500, -3'037'000'500};  // ~sqrt(kMax)
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    vs.push_back(static_cast<int64_t>(rng()) >> (rng() % 63));
+  }
+  for (int64_t a : vs) {
+    for (int64_t b : vs) {
+      CAPTURE(a, b);
+      REQUIRE(SatAdd(a, b) == Clamp128(static_cast<__int128>(a) + b));
+      REQUIRE(SatSub(a, b) == Clamp128(static_cast<__int128>(a) - b));
+      REQUIRE(SatMul(a, b) == Clamp128(static_cast<__int128>(a) * b));
+    }
+  }
+  static_assert(SatAdd(kMax, 1) == kMax && SatSub(kMin, 1) == kMin &&
+                SatMul(kMin, -1) == kMax && MsToUs(kMax) == kMax);
+}
+
 TEST_CASE("int math: floor and ceiling division agree with the definition",
           "[int_math]") {
   std::vector<__int128> ns = {0, 1, -1, 2, 7, -7, 999'999, 1'000'000,
