@@ -266,12 +266,9 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
 
   // A recycled lease object: every field is assigned, reusing its strings.
   Lease& lease = leases_.Open(SaturatingAdd(now_us, lease_ttl_us_));
-  lease.user = req.user;
-  lease.task = req.task;
-  lease.parent = new_task ? req.parent : task_it->second.parent;
-  lease.resource = req.resource;
-  lease.model = req.model;
-  lease.fingerprint = req.fingerprint;
+  lease.SetText({"", req.user, req.task,
+                 new_task ? req.parent : task_it->second.parent, req.resource,
+                 req.model, req.fingerprint});
   lease.requests = want.requests;
   lease.tokens = want.tokens;
   lease.usd_nano = want.usd_nano;

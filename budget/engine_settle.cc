@@ -88,10 +88,10 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   actual.tokens = req.tokens ? *req.tokens
                   : split    ? SaturatingAdd(input, output)
                              : lease.tokens;
-  if (!lease.model.empty()) {
+  if (!lease.model().empty()) {
     // A split is priced exactly; tokens beyond the split (or all of them,
     // without one) at the dearer rate, as the reservation was.
-    const Price* price = GetPrice(lease.model);
+    const Price* price = GetPrice(std::string(lease.model()));
     Price p = price ? *price : Price{};
     int64_t split_total = SaturatingAdd(input, output);
     int64_t unsplit = std::max<int64_t>(0, actual.tokens - split_total);
@@ -99,11 +99,11 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
                                     EstimateUsdNano(p, unsplit));
   }
   SettleLease(lease, actual, now_us);
-  ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
-                              lease.parent, lease.resource, lease.model,
-                              actual.requests, actual.tokens, input, output,
-                              actual.usd_nano, req.latency_ms, req.outcome,
-                              false, req.lease});
+  ledger_.push_back(LedgerRow{
+      now_us / 1000, std::string(lease.user()), std::string(lease.task()),
+      std::string(lease.parent()), std::string(lease.resource()),
+      std::string(lease.model()), actual.requests, actual.tokens, input, output,
+      actual.usd_nano, req.latency_ms, req.outcome, false, req.lease});
   Settlement s{actual.tokens, actual.usd_nano, false};
   leases_.Settle(req.lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
@@ -132,10 +132,11 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
     const std::string id = leases_.IdOf(lease);
     Totals actual{lease.requests, lease.tokens, lease.usd_nano};
     SettleLease(lease, actual, now_us);
-    ledger_.push_back(LedgerRow{now_us / 1000, lease.user, lease.task,
-                                lease.parent, lease.resource, lease.model,
-                                actual.requests, actual.tokens, 0, 0,
-                                actual.usd_nano, -1, "expired", true, id});
+    ledger_.push_back(LedgerRow{
+        now_us / 1000, std::string(lease.user()), std::string(lease.task()),
+        std::string(lease.parent()), std::string(lease.resource()),
+        std::string(lease.model()), actual.requests, actual.tokens, 0, 0,
+        actual.usd_nano, -1, "expired", true, id});
     leases_.Settle(id, Settlement{actual.tokens, actual.usd_nano, false},
                    now_us);
     if (expired != nullptr) expired->push_back(id);

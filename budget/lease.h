@@ -5,8 +5,10 @@
 // extra-charges the same places, even after a restart.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "budget/limit_spec.h"
@@ -38,13 +40,44 @@ struct Lease {
   // spelled by LeaseBook::IdOf, not kept), or 0 for an earlier run's lease
   // or a decoded one, whose id is `id`.
   uint64_t number = 0;
-  std::string id;
-  std::string user;
-  std::string task;
-  std::string parent;
-  std::string resource;
-  std::string model;
-  std::string fingerprint;
+  // The text fields, kept back to back in one string: one allocation at
+  // most, where seven strings took 224 bytes and a heap block for each
+  // past 15 bytes (most are empty).
+  enum Field { kId, kUser, kTask, kParent, kResource, kModel, kFingerprint,
+               kFields };
+  using Text = std::array<std::string_view, kFields>;
+  std::string_view Get(Field f) const {
+    const uint32_t begin = f == kId ? 0 : ends_[f - 1];
+    return std::string_view(text_).substr(begin, ends_[f] - begin);
+  }
+  std::string_view id() const { return Get(kId); }  // "" for this run's
+  std::string_view user() const { return Get(kUser); }
+  std::string_view task() const { return Get(kTask); }
+  std::string_view parent() const { return Get(kParent); }
+  std::string_view resource() const { return Get(kResource); }
+  std::string_view model() const { return Get(kModel); }
+  std::string_view fingerprint() const { return Get(kFingerprint); }
+  // Sets every text field (none may view this lease's own text).
+  void SetText(const Text& fields) {
+    text_.clear();
+    for (int f = 0; f < kFields; ++f) {
+      text_.append(fields[f]);
+      ends_[f] = static_cast<uint32_t>(text_.size());
+    }
+  }
+  // Sets one text field (`value` may view this lease's text).
+  void Set(Field f, std::string_view value) {
+    const std::string old = text_;
+    const std::string copy(value);
+    Text fields;
+    for (int i = 0; i < kFields; ++i) {
+      const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
+      fields[i] = std::string_view(old).substr(begin, ends_[i] - begin);
+    }
+    fields[f] = copy;
+    SetText(fields);
+  }
+
   int64_t requests = 0;  // reserved
   int64_t tokens = 0;    // reserved
   int64_t usd_nano = 0;  // reserved
@@ -74,6 +107,10 @@ struct Lease {
     for (const std::string& s : names) scopes.push_back(&s);
     reserved = n_reserved;
   }
+
+ private:
+  std::string text_;
+  uint32_t ends_[kFields] = {};  // where each field ends in text_
 };
 
 // What settling a lease charged; a duplicate commit or cancel answers the

@@ -64,7 +64,7 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
   }
   Lease& lease = *slot.lease;
   lease.number = number;
-  lease.id.clear();
+  lease.SetText({});
   lease.expires_at_us = expires_at_us;
   lease.names.clear();  // a recycled restored lease's
   if (expires_at_us >= last_expiry_us_) {
@@ -74,13 +74,13 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
     late_.emplace(expires_at_us, IdOf(lease));
   }
   ++open_;
-  List(slot, number, lease.id);
+  List(slot, number, "");
   return lease;
 }
 
 void LeaseBook::IdOf(const Lease& lease, std::string* out) const {
   if (lease.number == 0) {
-    *out = lease.id;
+    out->assign(lease.id());
     return;
   }
   char digits[24];
@@ -96,12 +96,12 @@ std::string LeaseBook::IdOf(const Lease& lease) const {
 
 void LeaseBook::Restore(Lease lease) {
   lease.number = 0;  // its id is its own
-  if (uint64_t n = OwnNumber(lease.id); n != 0 && ring_.empty() && n >= base_) {
+  std::string id(lease.id());
+  if (uint64_t n = OwnNumber(id); n != 0 && ring_.empty() && n >= base_) {
     base_ = n + 1;
   }
-  if (other_.count(lease.id) != 0) return;  // restored twice: the first stays
-  late_.emplace(lease.expires_at_us, lease.id);
-  std::string id = lease.id;
+  if (other_.count(id) != 0) return;  // restored twice: the first stays
+  late_.emplace(lease.expires_at_us, id);
   Slot slot;
   slot.lease = std::make_unique<Lease>(std::move(lease));
   slot.stored = true;
@@ -124,13 +124,13 @@ const Settlement* LeaseBook::FindSettled(std::string_view id) const {
   return s != nullptr && s->settled ? &s->result : nullptr;
 }
 
-void LeaseBook::List(Slot& slot, uint64_t number, const std::string& id) {
+void LeaseBook::List(Slot& slot, uint64_t number, std::string_view id) {
   if (slot.listed) return;
   slot.listed = true;
   if (number != 0) {
     dirty_own_.push_back(number);
   } else {
-    dirty_other_.push_back(id);
+    dirty_other_.emplace_back(id);
   }
 }
 
@@ -138,11 +138,12 @@ void LeaseBook::MarkChanged(const Lease& lease) {
   if (lease.number != 0) {
     if (lease.number < base_ || lease.number - base_ >= ring_.size()) return;
     Slot& slot = ring_[lease.number - base_];
-    if (!slot.settled) List(slot, lease.number, lease.id);
+    if (!slot.settled) List(slot, lease.number, "");
     return;
   }
-  Slot* slot = SlotOf(lease.id);
-  if (slot != nullptr && !slot->settled) List(*slot, 0, lease.id);
+  const std::string id(lease.id());
+  Slot* slot = SlotOf(id);
+  if (slot != nullptr && !slot->settled) List(*slot, 0, id);
 }
 
 void LeaseBook::Recycle(std::unique_ptr<Lease> lease) {

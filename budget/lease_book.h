@@ -96,7 +96,7 @@ class LeaseBook {
   // This run's slot of `id`, else an earlier run's; nullptr when neither.
   Slot* SlotOf(std::string_view id);
   const Slot* SlotOf(std::string_view id) const;
-  void List(Slot& slot, uint64_t number, const std::string& id);
+  void List(Slot& slot, uint64_t number, std::string_view id);
   void Recycle(std::unique_ptr<Lease> lease);
   // Moves expiry_cursor_ to the first open in-order slot.
   void AdvanceCursor() const;

@@ -182,8 +182,8 @@ Result<Settlement> Decider::Commit(const CommitRequest& request,
     for (uint32_t i = 0; i < lease->reserved; ++i) {
       scopes.push_back(*lease->scopes[i]);
     }
-    resource = lease->resource;
-    task = lease->task;
+    resource = lease->resource();
+    task = lease->task();
   }
   auto settled = engine_->Commit(request, now_us);
   if (!settled.ok() || settled->duplicate) return settled;

@@ -172,7 +172,7 @@ bool FastOps::Commit(Dispatcher& d, const Peer& peer, int64_t now_us,
   CommitRequest& c = d.fast_commit_;
   c.lease.assign(Text(r, FastKey::kLease));
   if (const Lease* lease = d.engine_->FindLease(c.lease)) {
-    if (!MayActAs(peer, *d.config_, lease->user).ok()) return false;
+    if (!MayActAs(peer, *d.config_, lease->user()).ok()) return false;
   }
   c.tokens = OptInt(r, FastKey::kTokens);
   c.input_tokens = OptInt(r, FastKey::kInputTokens);
@@ -209,7 +209,7 @@ bool FastOps::Cancel(Dispatcher& d, const Peer& peer, int64_t now_us,
   std::string& lease_id = d.fast_commit_.lease;
   lease_id.assign(Text(r, FastKey::kLease));
   if (const Lease* lease = d.engine_->FindLease(lease_id)) {
-    if (!MayActAs(peer, *d.config_, lease->user).ok()) return false;
+    if (!MayActAs(peer, *d.config_, lease->user()).ok()) return false;
   }
   const FastValue* id = r.Get(FastKey::kId);
   auto dup = d.decider_.Cancel(lease_id, now_us);

@@ -44,9 +44,10 @@ class LeaseWriter {
   // `buf` is reused across leases: grown to the worst case when short,
   // never shrunk or zero-filled again.
   LeaseWriter(const Lease& l, std::string* buf) : out_(*buf) {
-    size_t strings = l.user.size() + l.task.size() + l.parent.size() +
-                     l.resource.size() + l.model.size() +
-                     l.fingerprint.size();
+    size_t strings = 0;
+    for (int f = Lease::kUser; f < Lease::kFields; ++f) {
+      strings += l.Get(static_cast<Lease::Field>(f)).size();
+    }
     for (const std::string* s : l.scopes) strings += s->size() + 3;
     for (const LeaseCharge& c : l.charges) {
       strings += c.limit.size() + 40;
@@ -115,13 +116,14 @@ uint32_t ScopeIndex(std::vector<std::string>* all, std::string scope) {
 
 // Format 1: the JSON object of schema 3 and before.
 bool DecodeObject(const json& j, Lease* l) {
-  l->id = j.at("id").get<std::string>();
-  l->user = j.at("user").get<std::string>();
-  l->task = j.at("task").get<std::string>();
-  l->parent = j.at("parent").get<std::string>();
-  l->resource = j.at("resource").get<std::string>();
-  l->model = j.at("model").get<std::string>();
-  l->fingerprint = j.at("fingerprint").get<std::string>();
+  const std::string id = j.at("id").get<std::string>();
+  const std::string user = j.at("user").get<std::string>();
+  const std::string task = j.at("task").get<std::string>();
+  const std::string parent = j.at("parent").get<std::string>();
+  const std::string resource = j.at("resource").get<std::string>();
+  const std::string model = j.at("model").get<std::string>();
+  const std::string fingerprint = j.at("fingerprint").get<std::string>();
+  l->SetText({id, user, task, parent, resource, model, fingerprint});
   l->requests = Integer(j.at("requests"));
   l->tokens = Integer(j.at("tokens"));
   l->usd_nano = Integer(j.at("usd_nano"));
@@ -146,13 +148,13 @@ bool DecodeObject(const json& j, Lease* l) {
 // Format 2: the positional array.
 bool DecodeArray(std::string_view id, const json& j, Lease* l) {
   if (j.size() != 14 || Integer(j.at(0)) != kFormat) return false;
-  l->id = id;
-  l->user = j.at(1).get<std::string>();
-  l->task = j.at(2).get<std::string>();
-  l->parent = j.at(3).get<std::string>();
-  l->resource = j.at(4).get<std::string>();
-  l->model = j.at(5).get<std::string>();
-  l->fingerprint = j.at(6).get<std::string>();
+  const std::string user = j.at(1).get<std::string>();
+  const std::string task = j.at(2).get<std::string>();
+  const std::string parent = j.at(3).get<std::string>();
+  const std::string resource = j.at(4).get<std::string>();
+  const std::string model = j.at(5).get<std::string>();
+  const std::string fingerprint = j.at(6).get<std::string>();
+  l->SetText({id, user, task, parent, resource, model, fingerprint});
   l->requests = Integer(j.at(7));
   l->tokens = Integer(j.at(8));
   l->usd_nano = Integer(j.at(9));
@@ -191,10 +193,9 @@ std::string EncodeLease(const Lease& l) {
   LeaseWriter w(l, &buffer);
   w.Char('[');
   w.Int(kFormat);
-  for (const std::string* s : {&l.user, &l.task, &l.parent, &l.resource,
-                               &l.model, &l.fingerprint}) {
+  for (int f = Lease::kUser; f < Lease::kFields; ++f) {
     w.Char(',');
-    w.String(*s);
+    w.String(l.Get(static_cast<Lease::Field>(f)));
   }
   for (int64_t v : {l.requests, l.tokens, l.usd_nano, l.granted_at_us,
                     l.expires_at_us}) {

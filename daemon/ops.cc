@@ -55,19 +55,20 @@ std::optional<int64_t> OptInt(const json& req, const char* key) {
 }  // namespace
 
 Status MayActAs(const Peer& peer, const Config& config,
-                const std::string& user) {
+                std::string_view user) {
   if (peer.admin || config.uid_users.empty()) return Status::Ok();
   auto it = config.uid_users.find(peer.uid);
-  if (it != config.uid_users.end() && it->second.count(user)) {
+  const std::string name(user);
+  if (it != config.uid_users.end() && it->second.count(name)) {
     return Status::Ok();
   }
   return Status(ErrorCode::kForbidden,
                 "user: uid " + std::to_string(peer.uid) +
-                    " may not act as " + user + " (uid_users)");
+                    " may not act as " + name + " (uid_users)");
 }
 
 Status MayActAs(const OpContext& ctx, const Config& config,
-                const std::string& user) {
+                std::string_view user) {
   return MayActAs(ctx.peer, config, user);
 }
 
@@ -146,7 +147,7 @@ struct OpHandlers {
   static Status MayTouchLease(const OpContext& ctx) {
     const Lease* lease = ctx.engine->FindLease(Str(ctx.request, "lease"));
     if (lease == nullptr) return Status::Ok();  // unknown or settled
-    return MayActAs(ctx, *ctx.dispatcher->config_, lease->user);
+    return MayActAs(ctx, *ctx.dispatcher->config_, lease->user());
   }
 
   static Status Commit(OpContext& ctx) {

@@ -64,8 +64,8 @@ Status ValidateFields(const Dispatcher::Op& op, const nlohmann::json& request);
 // With uid_users configured, a non-admin peer may act only as its users:
 // kForbidden naming the field `user` otherwise.
 Status MayActAs(const OpContext& ctx, const Config& config,
-                const std::string& user);
+                std::string_view user);
 Status MayActAs(const Peer& peer, const Config& config,
-                const std::string& user);
+                std::string_view user);
 
 }  // namespace brake

@@ -92,9 +92,7 @@ TEST_CASE("engine limiters: a restored charge outside the lease's scopes",
   Engine e("L", kTtlUs);
   e.SetPolicy("user:*", MakePolicy({ConcurrencySpec("c", 5)}));
   Lease lease;
-  lease.id = "old-1";
-  lease.user = "alice";
-  lease.task = "t1";
+  lease.SetText({"old-1", "alice", "t1", "", "", "", ""});
   lease.requests = 1;
   lease.granted_at_us = kT0;
   lease.expires_at_us = kT0 + kTtlUs;

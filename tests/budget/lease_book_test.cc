@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kT0 = 1'000'000'000;
 constexpr int64_t kTtl = 60'000'000;
 
-std::string Encode(const Lease& l) { return l.user; }
+std::string Encode(const Lease& l) { return std::string(l.user()); }
 
 struct Drained {
   std::vector<std::string> put;
@@ -38,11 +38,11 @@ TEST_CASE("lease book: ids count up and are found by number",
   LeaseBook book("run-");
   Lease& a = book.Open(kT0 + kTtl);
   CHECK(book.IdOf(a) == "run-1");
-  a.user = "alice";
+  a.Set(Lease::kUser, "alice");
   CHECK(book.IdOf(book.Open(kT0 + kTtl)) == "run-2");
   CHECK(book.open() == 2);
   REQUIRE(book.Find("run-1") != nullptr);
-  CHECK(book.Find("run-1")->user == "alice");
+  CHECK(book.Find("run-1")->user() == "alice");
   // Only the exact spelling of a number of this run names a lease.
   for (const char* id : {"run-01", "run-", "run-1x", "run-3", "run-0",
                          "walk-1", "run-18446744073709551617", ""}) {
@@ -118,8 +118,8 @@ TEST_CASE("lease book: expiry in order, also after the TTL shrinks",
 TEST_CASE("lease book: drain puts open leases and deletes stored ones",
           "[lease_book]") {
   LeaseBook book("r");
-  book.Open(kT0 + kTtl).user = "a";  // r1
-  book.Open(kT0 + kTtl).user = "b";  // r2
+  book.Open(kT0 + kTtl).Set(Lease::kUser, "a");  // r1
+  book.Open(kT0 + kTtl).Set(Lease::kUser, "b");  // r2
   book.Settle("r2", Settlement{}, kT0);  // opened and settled: never stored
   CHECK(book.dirty());
   Drained d = DrainOf(book);
@@ -138,7 +138,7 @@ TEST_CASE("lease book: drain puts open leases and deletes stored ones",
   CHECK(DrainOf(book).deleted.empty());  // deleted once
 
   SECTION("forgotten before a drain, its row still goes") {
-    book.Open(kT0 + kTtl).user = "c";  // r3
+    book.Open(kT0 + kTtl).Set(Lease::kUser, "c");  // r3
     CHECK(DrainOf(book).put == Ids{"r3@c"});
     book.Settle("r3", Settlement{}, kT0 + 2);
     book.ForgetSettledBefore(kT0 + kTtl);
@@ -151,18 +151,18 @@ TEST_CASE("lease book: drain puts open leases and deletes stored ones",
 TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
   LeaseBook book("new-");
   Lease old;
-  old.id = "old-7";
-  old.user = "alice";
+  old.Set(Lease::kId, "old-7");
+  old.Set(Lease::kUser, "alice");
   old.expires_at_us = kT0 + 50;
   Lease again;
-  again.id = old.id;
-  again.user = "bob";
+  again.Set(Lease::kId, old.id());
+  again.Set(Lease::kUser, "bob");
   again.expires_at_us = old.expires_at_us;
   book.Restore(std::move(old));
   book.Restore(std::move(again));  // restored twice: the first stays
   CHECK(book.open() == 1);
   REQUIRE(book.Find("old-7") != nullptr);
-  CHECK(book.Find("old-7")->user == "alice");
+  CHECK(book.Find("old-7")->user() == "alice");
   CHECK_FALSE(book.dirty());  // its row is stored
 
   book.Open(kT0 + 100);  // new-1
@@ -185,7 +185,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
   SECTION("an id of this run's spelling moves the numbering past it") {
     LeaseBook fresh("new-");
     Lease mine;
-    mine.id = "new-41";
+    mine.Set(Lease::kId, "new-41");
     fresh.Restore(std::move(mine));
     CHECK(fresh.IdOf(fresh.Open(kT0)) == "new-42");
     CHECK(fresh.open() == 2);
@@ -196,7 +196,7 @@ TEST_CASE("lease book: a recycled lease object gets a new id and expiry",
           "[lease_book]") {
   LeaseBook book("r");
   Lease& a = book.Open(kT0 + kTtl);
-  a.user = "alice";
+  a.Set(Lease::kUser, "alice");
   a.expires_at_us = kT0 + kTtl;
   book.Settle("r1", Settlement{}, kT0);
   Lease& b = book.Open(kT0 + 2 * kTtl);

@@ -63,13 +63,7 @@ std::vector<NamedCharge> ChargesOf(const Lease& l) {
 
 Lease SampleLease() {
   Lease l;
-  l.id = "abc-17";
-  l.user = "alice";
-  l.task = "t-42";
-  l.parent = "t-7";
-  l.resource = "openai";
-  l.model = "gpt-4o";
-  l.fingerprint = "9f2c";
+  l.SetText({"abc-17", "alice", "t-42", "t-7", "openai", "gpt-4o", "9f2c"});
   l.requests = 1;
   l.tokens = 1200;
   l.usd_nano = 12'000'000;
@@ -85,13 +79,13 @@ Lease SampleLease() {
 }
 
 void CheckSameLease(const Lease& a, const Lease& b) {
-  CHECK(a.id == b.id);
-  CHECK(a.user == b.user);
-  CHECK(a.task == b.task);
-  CHECK(a.parent == b.parent);
-  CHECK(a.resource == b.resource);
-  CHECK(a.model == b.model);
-  CHECK(a.fingerprint == b.fingerprint);
+  CHECK(a.id() == b.id());
+  CHECK(a.user() == b.user());
+  CHECK(a.task() == b.task());
+  CHECK(a.parent() == b.parent());
+  CHECK(a.resource() == b.resource());
+  CHECK(a.model() == b.model());
+  CHECK(a.fingerprint() == b.fingerprint());
   CHECK(a.requests == b.requests);
   CHECK(a.tokens == b.tokens);
   CHECK(a.usd_nano == b.usd_nano);
@@ -110,7 +104,7 @@ void CheckSameLease(const Lease& a, const Lease& b) {
 }
 
 Result<Lease> RoundTrip(const Lease& l) {
-  return DecodeLease(l.id, EncodeLease(l));
+  return DecodeLease(l.id(), EncodeLease(l));
 }
 
 // What schema 3's braked wrote for `l`.
@@ -120,13 +114,13 @@ json FormatOne(const Lease& l) {
     charges.push_back(json::array(
         {c.scope, c.limit, std::string(ResourceName(c.resource)), c.amount}));
   }
-  return {{"id", l.id},
-          {"user", l.user},
-          {"task", l.task},
-          {"parent", l.parent},
-          {"resource", l.resource},
-          {"model", l.model},
-          {"fingerprint", l.fingerprint},
+  return {{"id", l.id()},
+          {"user", l.user()},
+          {"task", l.task()},
+          {"parent", l.parent()},
+          {"resource", l.resource()},
+          {"model", l.model()},
+          {"fingerprint", l.fingerprint()},
           {"requests", l.requests},
           {"tokens", l.tokens},
           {"usd_nano", l.usd_nano},
@@ -143,7 +137,7 @@ TEST_CASE("lease codec: leases round trip", "[codec][lease]") {
   CheckSameLease(l, *back);
 
   Lease empty;
-  empty.id = "x";
+  empty.Set(Lease::kId, "x");
   auto e = RoundTrip(empty);
   REQUIRE(e.ok());
   CheckSameLease(empty, *e);
@@ -151,9 +145,10 @@ TEST_CASE("lease codec: leases round trip", "[codec][lease]") {
   Lease extreme = SampleLease();
   extreme.tokens = INT64_MAX;
   extreme.expires_at_us = INT64_MAX;
-  extreme.user = "\xc3\xa9t\xc3\xa9";
-  extreme.task = "quote\" backslash\\ slash/ del\x7f";
-  extreme.fingerprint = std::string("ctl\x01\x1f\n\t", 7) + "\xe2\x80\xa8";
+  extreme.Set(Lease::kUser, "\xc3\xa9t\xc3\xa9");
+  extreme.Set(Lease::kTask, "quote\" backslash\\ slash/ del\x7f");
+  extreme.Set(Lease::kFingerprint,
+              std::string("ctl\x01\x1f\n\t", 7) + "\xe2\x80\xa8");
   extreme.requests = INT64_MIN;
   auto scopes = ReservedOf(extreme);
   auto charges = ChargesOf(extreme);
@@ -204,8 +199,7 @@ TEST_CASE("lease codec: a lease of escapes only still fits its buffer",
   // and every integer has its longest form: the writer's worst case.
   const std::string ctl(300, '\x01');
   Lease l;
-  l.id = l.user = l.task = l.parent = l.resource = l.model = l.fingerprint =
-      ctl;
+  l.SetText({ctl, ctl, ctl, ctl, ctl, ctl, ctl});
   l.requests = l.tokens = l.usd_nano = INT64_MIN;
   l.granted_at_us = l.expires_at_us = INT64_MIN;
   std::vector<std::string> scopes;
@@ -221,7 +215,7 @@ TEST_CASE("lease codec: a lease of escapes only still fits its buffer",
   SetScopes(&l, scopes, charges);
   const std::string text = EncodeLease(l);
   CHECK(json::accept(text));
-  auto back = DecodeLease(l.id, text);
+  auto back = DecodeLease(l.id(), text);
   REQUIRE(back.ok());
   CheckSameLease(l, *back);
 }

@@ -61,15 +61,15 @@ void CheckLease(std::string_view text) {
     return;
   }
   const std::string encoded = brake::EncodeLease(*lease);
-  auto again = brake::DecodeLease(lease->id, encoded);
+  auto again = brake::DecodeLease(lease->id(), encoded);
   FUZZ_CHECK(again.ok(), "an encoded lease does not decode: " + encoded);
   FUZZ_CHECK(brake::EncodeLease(*again) == encoded,
              "lease encoding is not stable: " + encoded);
   const brake::Lease& a = *lease;
   const brake::Lease& b = *again;
-  FUZZ_CHECK(a.id == b.id && a.user == b.user && a.task == b.task &&
-                 a.parent == b.parent && a.resource == b.resource &&
-                 a.model == b.model && a.fingerprint == b.fingerprint &&
+  FUZZ_CHECK(a.id() == b.id() && a.user() == b.user() && a.task() == b.task() &&
+                 a.parent() == b.parent() && a.resource() == b.resource() &&
+                 a.model() == b.model() && a.fingerprint() == b.fingerprint() &&
                  a.requests == b.requests && a.tokens == b.tokens &&
                  a.usd_nano == b.usd_nano &&
                  a.granted_at_us == b.granted_at_us &&

@@ -323,7 +323,7 @@ class Harness {
     const std::string& lease_id = request[F::kLease].str();
     std::string lease_user;  // owner of the lease a commit/cancel names
     if (const brake::Lease* l = engine_.FindLease(lease_id)) {
-      lease_user = l->user;
+      lease_user = l->user();
     }
     const uint64_t mutations = engine_.mutations();
     const size_t open_leases = engine_.open_leases();
@@ -460,7 +460,7 @@ class Harness {
     for (const brake::LeaseRow& row : batch_.leases_put) {
       auto lease = brake::DecodeLease(row.id, row.json);
       FUZZ_CHECK(lease.ok(), "lease row does not decode: " + row.json);
-      FUZZ_CHECK(lease->id == row.id, row.json);
+      FUZZ_CHECK(lease->id() == row.id, row.json);
       FUZZ_CHECK(brake::EncodeLease(*lease) == row.json,
                  "lease row does not round-trip: " + row.json);
     }
