@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "budget/limit_spec.h"
@@ -38,7 +39,7 @@ struct Lease {
 
   // This run's lease number (its id is the book's prefix and the number,
   // spelled by LeaseBook::IdOf, not kept), or 0 for an earlier run's lease
-  // or a decoded one, whose id is `id`.
+  // or a decoded one, whose id is `id()`.
   uint64_t number = 0;
   // The text fields, kept back to back in one string: one allocation at
   // most, where seven strings took 224 bytes and a heap block for each
