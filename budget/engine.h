@@ -324,11 +324,8 @@ class Engine {
                        std::vector<std::string>* scopes,
                        std::string* unknown_parent = nullptr) const;
   bool NeedsLoad(const std::string& scope) const;
-  // Marks `scope` used now (adding it when new); `leases` is added to its
-  // open-lease count.
-  Subject& Touch(const std::string& scope, int64_t now_us, int leases);
-  // The same for `prefix` + `name`, without building the scope unless it is
-  // new.
+  // Marks the subject `prefix` + `name` used now, adding it when new
+  // (without building the scope unless it is new).
   Resident Use(std::string_view prefix, std::string_view name,
                int64_t now_us);
   // The same through `cache`, looking up only when a subject has left

@@ -23,13 +23,6 @@ bool Engine::NeedsLoad(const std::string& scope) const {
          subjects_.find(scope) == subjects_.end();
 }
 
-Engine::Subject& Engine::Touch(const std::string& scope, int64_t now_us,
-                               int leases) {
-  Subject& s = *Use("", scope, now_us).subject;
-  s.leases += leases;
-  return s;
-}
-
 Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
                              int64_t now_us) {
   auto it = subjects_.find(ScopeRef{prefix, name});
@@ -163,7 +156,7 @@ void Engine::RestoreSubjects(const SubjectRows& rows, int64_t now_us) {
   for (const std::string& scope : rows.scopes) {
     if (!IsSubject(scope) || subjects_.count(scope)) continue;
     fresh.insert(scope);
-    Touch(scope, now_us, 0);
+    Use("", scope, now_us);
   }
   for (const TaskRow& row : rows.tasks) {
     if (fresh.count(std::string(kTaskPrefix) + row.task)) RestoreTask(row);
