@@ -47,10 +47,7 @@ struct Lease {
   enum Field { kId, kUser, kTask, kParent, kResource, kModel, kFingerprint,
                kFields };
   using Text = std::array<std::string_view, kFields>;
-  std::string_view Get(Field f) const {
-    const uint32_t begin = f == kId ? 0 : ends_[f - 1];
-    return std::string_view(text_).substr(begin, ends_[f] - begin);
-  }
+  std::string_view Get(Field f) const { return FieldOf(text_, ends_, f); }
   std::string_view id() const { return Get(kId); }  // "" for this run's
   std::string_view user() const { return Get(kUser); }
   std::string_view task() const { return Get(kTask); }
@@ -68,12 +65,11 @@ struct Lease {
   }
   // Sets one text field (`value` may view this lease's text).
   void Set(Field f, std::string_view value) {
-    const std::string old = text_;
+    const std::string old = text_;  // SetText clears text_
     const std::string copy(value);
     Text fields;
     for (int i = 0; i < kFields; ++i) {
-      const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
-      fields[i] = std::string_view(old).substr(begin, ends_[i] - begin);
+      fields[i] = FieldOf(old, ends_, static_cast<Field>(i));
     }
     fields[f] = copy;
     SetText(fields);
@@ -110,6 +106,12 @@ struct Lease {
   }
 
  private:
+  static std::string_view FieldOf(std::string_view text,
+                                  const uint32_t* ends, Field f) {
+    const uint32_t begin = f == kId ? 0 : ends[f - 1];
+    return text.substr(begin, ends[f] - begin);
+  }
+
   std::string text_;
   uint32_t ends_[kFields] = {};  // where each field ends in text_
 };

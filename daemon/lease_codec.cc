@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -114,16 +115,25 @@ uint32_t ScopeIndex(std::vector<std::string>* all, std::string scope) {
   return static_cast<uint32_t>(all->size() - 1);
 }
 
+// Sets a decoded lease's text fields; `field(f)` reads field f (f > kId).
+template <typename Read>
+void DecodeText(std::string_view id, Read field, Lease* l) {
+  std::array<std::string, Lease::kFields> text;
+  text[Lease::kId] = id;
+  for (int f = Lease::kUser; f < Lease::kFields; ++f) {
+    text[f] = field(f).template get<std::string>();
+  }
+  Lease::Text views;
+  for (int f = 0; f < Lease::kFields; ++f) views[f] = text[f];
+  l->SetText(views);
+}
+
 // Format 1: the JSON object of schema 3 and before.
 bool DecodeObject(const json& j, Lease* l) {
-  const std::string id = j.at("id").get<std::string>();
-  const std::string user = j.at("user").get<std::string>();
-  const std::string task = j.at("task").get<std::string>();
-  const std::string parent = j.at("parent").get<std::string>();
-  const std::string resource = j.at("resource").get<std::string>();
-  const std::string model = j.at("model").get<std::string>();
-  const std::string fingerprint = j.at("fingerprint").get<std::string>();
-  l->SetText({id, user, task, parent, resource, model, fingerprint});
+  static const char* const kNames[Lease::kFields] = {
+      "id", "user", "task", "parent", "resource", "model", "fingerprint"};
+  DecodeText(j.at("id").get<std::string>(),
+             [&](int f) -> const json& { return j.at(kNames[f]); }, l);
   l->requests = Integer(j.at("requests"));
   l->tokens = Integer(j.at("tokens"));
   l->usd_nano = Integer(j.at("usd_nano"));
@@ -148,13 +158,8 @@ bool DecodeObject(const json& j, Lease* l) {
 // Format 2: the positional array.
 bool DecodeArray(std::string_view id, const json& j, Lease* l) {
   if (j.size() != 14 || Integer(j.at(0)) != kFormat) return false;
-  const std::string user = j.at(1).get<std::string>();
-  const std::string task = j.at(2).get<std::string>();
-  const std::string parent = j.at(3).get<std::string>();
-  const std::string resource = j.at(4).get<std::string>();
-  const std::string model = j.at(5).get<std::string>();
-  const std::string fingerprint = j.at(6).get<std::string>();
-  l->SetText({id, user, task, parent, resource, model, fingerprint});
+  // Positions 1-6 are the text fields after the id, in Lease::Field order.
+  DecodeText(id, [&](int f) -> const json& { return j.at(f); }, l);
   l->requests = Integer(j.at(7));
   l->tokens = Integer(j.at(8));
   l->usd_nano = Integer(j.at(9));
