@@ -9,6 +9,27 @@
 #include "budget/engine_amount.h"
 
 namespace brake {
+namespace {
+
+// The ledger row of settling `lease` (id `id`) at `actual`: who and what
+// from the lease; tokens split, latency and outcome left to the caller.
+LedgerRow LedgerRowOf(const Lease& lease, const std::string& id,
+                      const Totals& actual, int64_t now_us) {
+  LedgerRow row;
+  row.time_ms = now_us / 1000;
+  row.user = lease.user();
+  row.task = lease.task();
+  row.parent = lease.parent();
+  row.resource = lease.resource();
+  row.model = lease.model();
+  row.requests = actual.requests;
+  row.tokens = actual.tokens;
+  row.usd_nano = actual.usd_nano;
+  row.lease = id;
+  return row;
+}
+
+}  // namespace
 
 // Moves a lease from reserved to settled at `actual` (nullptr: cancelled,
 // nothing spent) and releases what it charged.
@@ -99,11 +120,12 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
                                     EstimateUsdNano(p, unsplit));
   }
   SettleLease(lease, actual, now_us);
-  ledger_.push_back(LedgerRow{
-      now_us / 1000, std::string(lease.user()), std::string(lease.task()),
-      std::string(lease.parent()), std::string(lease.resource()),
-      std::string(lease.model()), actual.requests, actual.tokens, input, output,
-      actual.usd_nano, req.latency_ms, req.outcome, false, req.lease});
+  LedgerRow& row = ledger_.emplace_back(
+      LedgerRowOf(lease, req.lease, actual, now_us));
+  row.input_tokens = input;
+  row.output_tokens = output;
+  row.latency_ms = req.latency_ms;
+  row.outcome = req.outcome;
   Settlement s{actual.tokens, actual.usd_nano, false};
   leases_.Settle(req.lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
@@ -132,11 +154,10 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
     const std::string id = leases_.IdOf(lease);
     Totals actual{lease.requests, lease.tokens, lease.usd_nano};
     SettleLease(lease, actual, now_us);
-    ledger_.push_back(LedgerRow{
-        now_us / 1000, std::string(lease.user()), std::string(lease.task()),
-        std::string(lease.parent()), std::string(lease.resource()),
-        std::string(lease.model()), actual.requests, actual.tokens, 0, 0,
-        actual.usd_nano, -1, "expired", true, id});
+    LedgerRow& row =
+        ledger_.emplace_back(LedgerRowOf(lease, id, actual, now_us));
+    row.outcome = "expired";
+    row.expired = true;
     leases_.Settle(id, Settlement{actual.tokens, actual.usd_nano, false},
                    now_us);
     if (expired != nullptr) expired->push_back(id);
