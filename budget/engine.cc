@@ -124,9 +124,7 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
   put("task:", req.task);
   // Ancestors: the recorded parent chain, or for a new task the named parent.
   const std::string* parent = &req.parent;
-  if (auto it = tasks_.find(req.task); it != tasks_.end()) {
-    parent = &it->second.parent;
-  }
+  if (const TaskInfo* known = FindTask(req.task)) parent = &known->parent;
   while (!parent->empty()) {
     if (n - 3 >= kMaxTaskDepth) {
       scopes->resize(n);
@@ -134,12 +132,12 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
                                 std::to_string(kMaxTaskDepth));
     }
     put("task:", *parent);
-    auto it = tasks_.find(*parent);
-    if (it == tasks_.end()) {
+    const TaskInfo* up = FindTask(*parent);
+    if (up == nullptr) {
       if (unknown_parent != nullptr) *unknown_parent = *parent;
       break;
     }
-    parent = &it->second.parent;
+    parent = &up->parent;
   }
   if (!req.resource.empty()) put("resource:", req.resource);
   scopes->resize(n);
@@ -161,29 +159,29 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     return Status::Unavailable("subject: " + missing.front() +
                                " is not in memory; load it first");
   }
-  auto task_it = tasks_.find(req.task);
-  const bool new_task = task_it == tasks_.end();
-  if (!new_task && task_it->second.user != req.user) {
+  const Resident known = TaskSubject(req.task);
+  const TaskInfo* task =
+      known.subject != nullptr ? &*known.subject->task : nullptr;
+  const bool new_task = task == nullptr;
+  if (!new_task && task->user != req.user) {
     return Status(ErrorCode::kForbidden,
                   "task: " + req.task + " belongs to another user");
   }
-  if (!new_task && !req.parent.empty() &&
-      req.parent != task_it->second.parent) {
-    return Status::BadRequest("parent: task " + req.task +
-                              " already has " +
-                              (task_it->second.parent.empty()
+  if (!new_task && !req.parent.empty() && req.parent != task->parent) {
+    return Status::BadRequest("parent: task " + req.task + " already has " +
+                              (task->parent.empty()
                                    ? std::string("no parent")
-                                   : "parent " + task_it->second.parent));
+                                   : "parent " + task->parent));
   }
   if (new_task && !req.parent.empty()) {
     if (req.parent == req.task) {
       return Status::BadRequest("parent: a task cannot be its own parent");
     }
-    auto p = tasks_.find(req.parent);
-    if (p == tasks_.end()) {
+    const TaskInfo* p = FindTask(req.parent);
+    if (p == nullptr) {
       return Status::BadRequest("parent: unknown task " + req.parent);
     }
-    if (p->second.user != req.user) {
+    if (p->user != req.user) {
       return Status(ErrorCode::kForbidden,
                     "parent: task " + req.parent + " belongs to another user");
     }
@@ -200,8 +198,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   // Scratch vectors reused across calls: a steady state allocates nothing
   // for them.
   std::vector<Resident>& subjects = scratch_subjects_;
-  if (Status s = UseSubjects(req, new_task ? nullptr : &task_it->second,
-                             now_us, &subjects);
+  if (Status s = UseSubjects(req, known, now_us, &subjects);
       !s.ok()) {
     return s;
   }
@@ -267,7 +264,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   // A recycled lease object: every field is assigned, reusing its strings.
   Lease& lease = leases_.Open(SaturatingAdd(now_us, lease_ttl_us_));
   lease.SetText({"", req.user, req.task,
-                 new_task ? req.parent : task_it->second.parent, req.resource,
+                 new_task ? req.parent : task->parent, req.resource,
                  req.model, req.fingerprint});
   lease.requests = want.requests;
   lease.tokens = want.tokens;
@@ -303,9 +300,11 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     AddTotals(r.subject->reserved, want, 1);
     if (!r.subject->limiters.empty()) MarkLimitersUnsaved(r);
   }
-  if (new_task) {
-    tasks_[req.task] = TaskInfo{req.user, req.parent, now_us / 1000, {}, {}};
-    dirty_tasks_.insert(req.task);
+  if (new_task) {  // subjects[2] is the task's (UseSubjects)
+    Subject& self = *subjects[2].subject;
+    self.task = TaskInfo{req.user, req.parent, now_us / 1000, {}};
+    ++task_count_;
+    MarkTaskUnsaved(subjects[2]);
   }
   ++mutations_;
   out->granted = true;
@@ -322,17 +321,16 @@ void Engine::AddTotals(Totals& dst, const Totals& t, int sign) {
 std::vector<std::string> Engine::StatusScopes(const std::string& scope) const {
   std::vector<std::string> scopes{"global"};
   if (scope.rfind("task:", 0) == 0) {
-    std::string task = scope.substr(5);
-    if (auto it = tasks_.find(task); it != tasks_.end()) {
-      scopes.push_back("user:" + it->second.user);
+    if (const TaskInfo* task = FindTask(std::string_view(scope).substr(5))) {
+      scopes.push_back("user:" + task->user);
       scopes.push_back(scope);
-      std::string parent = it->second.parent;
-      for (size_t depth = 0; !parent.empty() && depth < kMaxTaskDepth;
+      const std::string* parent = &task->parent;
+      for (size_t depth = 0; !parent->empty() && depth < kMaxTaskDepth;
            ++depth) {
-        scopes.push_back("task:" + parent);
-        auto p = tasks_.find(parent);
-        if (p == tasks_.end()) break;
-        parent = p->second.parent;
+        scopes.push_back("task:" + *parent);
+        const TaskInfo* p = FindTask(*parent);
+        if (p == nullptr) break;
+        parent = &p->parent;
       }
     } else {
       scopes.push_back(scope);

@@ -190,8 +190,8 @@ class Engine {
   }
   // The user who owns `task`; "" when the task is unknown.
   std::string TaskOwner(const std::string& task) const {
-    auto it = tasks_.find(task);
-    return it == tasks_.end() ? "" : it->second.user;
+    const TaskInfo* t = FindTask(task);
+    return t == nullptr ? "" : t->user;
   }
   // An open lease, or nullptr.
   const Lease* FindLease(const std::string& id) const;
@@ -268,7 +268,7 @@ class Engine {
            !dirty_kind_resets_.empty() || !ledger_.empty();
   }
   size_t open_leases() const { return leases_.open(); }
-  size_t task_count() const { return tasks_.size(); }
+  size_t task_count() const { return task_count_; }
 
  private:
   struct Subject;
@@ -281,11 +281,12 @@ class Engine {
     uint64_t epoch = 0;  // subject_epoch_ when looked up (0: never)
     Resident resident;
   };
+  // A task's record: kept with its subject ("task:" + its name) from its
+  // first grant (or load) until the subject leaves memory.
   struct TaskInfo {
     std::string user;
     std::string parent;
     int64_t created_ms = 0;
-    CachedSubject self;   // "task:" + its name
     CachedSubject owner;  // "user:" + user
   };
   struct Subject {  // a subject in memory: one map entry holds it all
@@ -294,18 +295,24 @@ class Engine {
     // Its policy, and its limiters in that policy's order, as resolved when
     // the engine's limits_gen_ was limits_gen (0: never).
     uint32_t limits_gen = 0;
-    Totals spend;         // settled
-    Totals reserved;      // held by open leases
     const Policy* policy = nullptr;
     // Its limiters, one per limit name: first those of `policy` in its
     // order (once resolved), then any whose limit the policy no longer
     // has (kept while in memory: a limit set again keeps its counters).
     // They leave memory with the subject.
     std::vector<std::unique_ptr<Limiter>> limiters;
-    // Listed in dirty_spend_ / dirty_limiters_ (then not evictable): its
-    // spend / some limiter changed since the last Drain.
+    // Listed in dirty_spend_ / dirty_limiters_ / dirty_tasks_ (then not
+    // evictable): its spend / some limiter / its task record changed since
+    // the last Drain.
     bool spend_unsaved = false;
     bool limiters_unsaved = false;
+    bool task_unsaved = false;
+    // A task subject's record (the hot path reads it with the subject, so
+    // it is not a map of its own); empty for other subjects, and for a
+    // task never granted.
+    std::optional<TaskInfo> task;
+    Totals spend;         // settled
+    Totals reserved;      // held by open leases
   };
   struct Applied {  // one limit that applies to a request
     const std::string* scope;  // a map key, or into CollectLimits' scopes
@@ -333,9 +340,14 @@ class Engine {
   Resident Use(CachedSubject& cache, std::string_view prefix,
                std::string_view name, int64_t now_us);
   // Acquire's subjects, most general first (as SubjectScopes), marked used
-  // now; `task` is the request's task when it is known.
-  Status UseSubjects(const AcquireRequest& request, TaskInfo* task,
+  // now; `task` is the request's task when it is known (TaskSubject).
+  Status UseSubjects(const AcquireRequest& request, Resident task,
                      int64_t now_us, std::vector<Resident>* out);
+  // The task `name`'s subject when it is in memory with its record; both
+  // pointers null otherwise.
+  Resident TaskSubject(std::string_view name);
+  // The task `name`'s record, or nullptr (as TaskSubject, read-only).
+  const TaskInfo* FindTask(std::string_view name) const;
   bool Evictable(const std::string& scope, const Subject& s,
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
@@ -344,7 +356,9 @@ class Engine {
   // Brings `s.policy` and `s.limiters` up to date (instantiating them).
   void Resolve(const std::string& scope, Subject& s, int64_t now_us);
   void MarkSpendUnsaved(Resident r);
-  void RestoreTask(const TaskRow& row);
+  // Lists a task subject whose record is new.
+  void MarkTaskUnsaved(Resident r);
+  void RestoreTask(const TaskRow& row, int64_t now_us);
   void RestoreLimiter(const LimiterRow& row, int64_t now_us);
   void RestoreSpend(const SpendRow& row);
   // The limiter of `policy`'s limit `i` for the subject `s` (of `scope`):
@@ -380,7 +394,7 @@ class Engine {
   // Acquire's working vectors, kept for their capacity.
   struct Ancestor {
     const std::string* name;
-    TaskInfo* info;  // nullptr: not in memory
+    Resident task;  // its subject, with its record; null: not in memory
   };
   std::vector<Ancestor> scratch_ancestors_;
   std::vector<Resident> scratch_subjects_;
@@ -391,7 +405,6 @@ class Engine {
   const Policy* default_task_ = nullptr;
   const Policy* default_resource_ = nullptr;
   std::unordered_map<std::string, Price> prices_;
-  std::unordered_map<std::string, TaskInfo> tasks_;
   LeaseBook leases_;  // open, and settled ones for duplicate answers
 
   std::unordered_map<std::string, Subject, ScopeHash, ScopeEq> subjects_;
@@ -403,11 +416,12 @@ class Engine {
   size_t evict_cursor_ = 0;
   uint64_t evictions_ = 0;
   uint64_t kind_resets_ = 0;
+  size_t task_count_ = 0;  // subjects with a task record
 
   // Dirty marks, drained into storage batches.
   std::set<std::string> dirty_policies_;
   std::set<std::string> dirty_prices_;
-  std::set<std::string> dirty_tasks_;
+  std::vector<Resident> dirty_tasks_;  // subjects whose task_unsaved
   // Subjects with changes to drain, each listed once (its spend_unsaved,
   // limiters_unsaved); a listed subject is not evicted, so the pointers
   // stay valid until Drain.

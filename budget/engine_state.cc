@@ -6,8 +6,16 @@
 
 namespace brake {
 
-void Engine::RestoreTask(const TaskRow& row) {
-  tasks_[row.task] = TaskInfo{row.user, row.parent, row.created_ms, {}, {}};
+void Engine::RestoreTask(const TaskRow& row, int64_t now_us) {
+  Subject& s = *Use("task:", row.task, now_us).subject;
+  if (!s.task) ++task_count_;
+  s.task = TaskInfo{row.user, row.parent, row.created_ms, {}};
+}
+
+void Engine::MarkTaskUnsaved(Resident r) {
+  if (r.subject->task_unsaved) return;
+  r.subject->task_unsaved = true;
+  dirty_tasks_.push_back(r);
 }
 
 void Engine::RestoreLimiter(const LimiterRow& row, int64_t now_us) {
@@ -85,10 +93,12 @@ bool Engine::Drain(Batch* batch,
     batch->prices_put.push_back(
         PriceRow{model, p.input_nano_per_mtok, p.output_nano_per_mtok});
   }
-  for (const std::string& task : dirty_tasks_) {
+  for (const Resident& r : dirty_tasks_) {
     any = true;
-    const TaskInfo& t = tasks_.at(task);
-    batch->tasks_put.push_back(TaskRow{task, t.user, t.parent, t.created_ms});
+    r.subject->task_unsaved = false;
+    const TaskInfo& t = *r.subject->task;
+    batch->tasks_put.push_back(TaskRow{r.scope->substr(5), t.user, t.parent,
+                                       t.created_ms});
   }
   // Every limiter of a listed subject is saved (one that changed is
   // usually charged with the others; one replaced since is saved too).

@@ -37,6 +37,18 @@ Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
   return Resident{&it->first, &s};
 }
 
+Engine::Resident Engine::TaskSubject(std::string_view name) {
+  auto it = subjects_.find(ScopeRef{kTaskPrefix, name});
+  if (it == subjects_.end() || !it->second.task) return Resident{};
+  return Resident{&it->first, &it->second};
+}
+
+const Engine::TaskInfo* Engine::FindTask(std::string_view name) const {
+  auto it = subjects_.find(ScopeRef{kTaskPrefix, name});
+  if (it == subjects_.end() || !it->second.task) return nullptr;
+  return &*it->second.task;
+}
+
 Engine::Resident Engine::Use(CachedSubject& cache, std::string_view prefix,
                              std::string_view name, int64_t now_us) {
   if (cache.epoch != subject_epoch_) {
@@ -49,39 +61,43 @@ Engine::Resident Engine::Use(CachedSubject& cache, std::string_view prefix,
   return cache.resident;
 }
 
-Status Engine::UseSubjects(const AcquireRequest& req, TaskInfo* task,
+Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
                            int64_t now_us, std::vector<Resident>* out) {
   // The ancestors first, so that a tree too deep changes nothing: the
   // recorded parent chain, or for a new task the named parent, up to the
   // first task not in memory.
   std::vector<Ancestor>& ancestors = scratch_ancestors_;
   ancestors.clear();
-  const std::string* parent = task != nullptr ? &task->parent : &req.parent;
+  const std::string* parent =
+      task.subject != nullptr ? &task.subject->task->parent : &req.parent;
   while (!parent->empty()) {
     if (ancestors.size() >= kMaxAncestorWalk) {
       return Status::BadRequest("parent: task tree deeper than " +
                                 std::to_string(kMaxAncestorWalk));
     }
-    auto it = tasks_.find(*parent);
-    ancestors.push_back(
-        Ancestor{parent, it == tasks_.end() ? nullptr : &it->second});
-    if (it == tasks_.end()) break;
-    parent = &it->second.parent;
+    Resident up = TaskSubject(*parent);
+    ancestors.push_back(Ancestor{parent, up});
+    if (up.subject == nullptr) break;
+    parent = &up.subject->task->parent;
   }
-  // A known task keeps its own subject and its user's (every task of a
-  // request's chain belongs to the request's user).
+  // A known task keeps its user's subject (every task of a request's chain
+  // belongs to the request's user).
+  auto touch = [now_us](Resident r) {
+    r.subject->used_us = std::max(r.subject->used_us, now_us);
+    return r;
+  };
   out->clear();
   out->push_back(Use(global_, "", "global", now_us));
-  if (task != nullptr) {
-    out->push_back(Use(task->owner, "user:", req.user, now_us));
-    out->push_back(Use(task->self, kTaskPrefix, req.task, now_us));
+  if (task.subject != nullptr) {
+    out->push_back(Use(task.subject->task->owner, "user:", req.user, now_us));
+    out->push_back(touch(task));
   } else {
     out->push_back(Use("user:", req.user, now_us));
     out->push_back(Use(kTaskPrefix, req.task, now_us));
   }
   for (const Ancestor& a : ancestors) {
-    out->push_back(a.info != nullptr
-                       ? Use(a.info->self, kTaskPrefix, *a.name, now_us)
+    out->push_back(a.task.subject != nullptr
+                       ? touch(a.task)
                        : Use(kTaskPrefix, *a.name, now_us));
   }
   if (!req.resource.empty()) {
@@ -106,17 +122,16 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   need("task:", req.task);
   if (!req.resource.empty()) need("resource:", req.resource);
   // The ancestors in memory, up to the first that is not.
-  auto it = tasks_.find(req.task);
-  const std::string* parent =
-      it != tasks_.end() ? &it->second.parent : &req.parent;
+  const TaskInfo* known = FindTask(req.task);
+  const std::string* parent = known != nullptr ? &known->parent : &req.parent;
   for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
        ++depth) {
-    auto p = tasks_.find(*parent);
-    if (p == tasks_.end()) {
+    const TaskInfo* p = FindTask(*parent);
+    if (p == nullptr) {
       need("task:", *parent);
       break;
     }
-    parent = &p->second.parent;
+    parent = &p->parent;
   }
   return out;
 }
@@ -134,17 +149,18 @@ std::vector<std::string> Engine::MissingForScope(
   std::vector<std::string> out;
   if (NeedsLoad(scope)) out.push_back(scope);
   if (scope.rfind(kTaskPrefix, 0) != 0) return out;
-  auto it = tasks_.find(scope.substr(kTaskPrefix.size()));
-  if (it == tasks_.end()) return out;
-  std::string parent = it->second.parent;
-  for (size_t depth = 0; !parent.empty() && depth < kMaxAncestorWalk;
+  const TaskInfo* task =
+      FindTask(std::string_view(scope).substr(kTaskPrefix.size()));
+  if (task == nullptr) return out;
+  const std::string* parent = &task->parent;
+  for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
        ++depth) {
-    auto p = tasks_.find(parent);
-    if (p == tasks_.end()) {
-      if (std::string s = "task:" + parent; NeedsLoad(s)) out.push_back(s);
+    const TaskInfo* p = FindTask(*parent);
+    if (p == nullptr) {
+      if (std::string s = "task:" + *parent; NeedsLoad(s)) out.push_back(s);
       break;
     }
-    parent = p->second.parent;
+    parent = &p->parent;
   }
   return out;
 }
@@ -159,7 +175,9 @@ void Engine::RestoreSubjects(const SubjectRows& rows, int64_t now_us) {
     Use("", scope, now_us);
   }
   for (const TaskRow& row : rows.tasks) {
-    if (fresh.count(std::string(kTaskPrefix) + row.task)) RestoreTask(row);
+    if (fresh.count(std::string(kTaskPrefix) + row.task)) {
+      RestoreTask(row, now_us);
+    }
   }
   for (const LimiterRow& row : rows.limiters) {
     if (fresh.count(row.scope)) RestoreLimiter(row, now_us);
@@ -174,17 +192,15 @@ bool Engine::Evictable(const std::string& scope, const Subject& s,
   if (s.leases > 0 || s.used_us >= cutoff_us || scope == "global") {
     return false;
   }
-  if (s.spend_unsaved || s.limiters_unsaved) return false;
-  return !(scope.rfind(kTaskPrefix, 0) == 0 &&
-           dirty_tasks_.count(scope.substr(kTaskPrefix.size())));
+  return !(s.spend_unsaved || s.limiters_unsaved || s.task_unsaved);
 }
 
 void Engine::Evict(const std::string& scope) {
-  if (scope.rfind(kTaskPrefix, 0) == 0) {
-    tasks_.erase(scope.substr(kTaskPrefix.size()));
-  }
+  auto it = subjects_.find(scope);
+  if (it == subjects_.end()) return;
+  if (it->second.task) --task_count_;
   stored_.Add(scope);
-  subjects_.erase(scope);
+  subjects_.erase(it);
   ++subject_epoch_;
   ++evictions_;
 }

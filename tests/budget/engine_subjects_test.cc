@@ -145,6 +145,32 @@ TEST_CASE("engine residency: what stays in memory", "[engine][subjects]") {
   }
 }
 
+TEST_CASE("engine residency: a new task's record keeps its subject in "
+          "memory until drained", "[engine][subjects]") {
+  // No limits and a cancelled lease: the task record is the only change.
+  Engine e("L", kTtlUs);
+  FakeStore store;
+  const int64_t later = kT0 + 2 * kIdleUs;
+  REQUIRE(e.Cancel(Grant(e, Req("alice", "t1", 10), kT0), kT0).ok());
+  CHECK(e.task_count() == 1);
+  CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 1);  // user:alice only
+  CHECK(e.IsResident("task:t1"));
+  CHECK(e.TaskOwner("t1") == "alice");
+  store.Apply(e);
+  REQUIRE(store.tasks.count("t1") == 1);
+  CHECK(store.tasks["t1"].user == "alice");
+  CHECK(e.EvictIdle(later, kIdleUs, kScanAll) == 1);  // now task:t1
+  CHECK(e.task_count() == 0);
+  CHECK(e.TaskOwner("t1").empty());
+  // Back from the store, the task still belongs to alice.
+  e.RestoreSubjects(store.Load(e.MissingFor(Req("bob", "t1", 1))), later);
+  CHECK(e.task_count() == 1);
+  CHECK(e.TaskOwner("t1") == "alice");
+  auto stolen = e.Acquire(Req("bob", "t1", 1), later);
+  REQUIRE_FALSE(stolen.ok());
+  CHECK(stolen.status().code() == ErrorCode::kForbidden);
+}
+
 TEST_CASE("engine residency: a task's user leaves memory while the task "
           "stays", "[engine][subjects]") {
   // A known task keeps pointers to its own subject and its user's: they
