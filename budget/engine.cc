@@ -356,9 +356,9 @@ StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
     }
     report.limits.push_back(LimitStatus{*a.scope, *a.spec, usage});
   }
-  if (auto it = subjects_.find(scope); it != subjects_.end()) {
-    report.spend = it->second.spend;
-    report.reserved = it->second.reserved;
+  if (const auto* e = subjects_.find(scope)) {
+    report.spend = e->second.spend;
+    report.reserved = e->second.reserved;
   }
   return report;
 }

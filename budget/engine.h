@@ -32,6 +32,7 @@
 #include "budget/pricing.h"
 #include "budget/scope_filter.h"
 #include "budget/scope_key.h"
+#include "budget/scope_table.h"
 #include "common/records.h"
 #include "common/status.h"
 
@@ -185,8 +186,8 @@ class Engine {
                    std::vector<std::string>* expired = nullptr);
   // Settled spend of a subject scope ("global" for everything).
   Totals SpendOf(const std::string& scope) const {
-    auto it = subjects_.find(scope);
-    return it == subjects_.end() ? Totals{} : it->second.spend;
+    const auto* e = subjects_.find(scope);
+    return e == nullptr ? Totals{} : e->second.spend;
   }
   // The user who owns `task`; "" when the task is unknown.
   std::string TaskOwner(const std::string& task) const {
@@ -235,9 +236,10 @@ class Engine {
   // sizes the filter first.
   void ExpectStored(size_t expected) { stored_ = ScopeFilter(expected); }
   void NoteStored(std::string_view scope) { stored_.Add(scope); }
-  // Examines up to `max_scan` buckets of subjects, continuing where the last
-  // call stopped, and evicts those unused since before now_us - idle_us that
-  // hold no open lease and have no change waiting for Drain. Their stored
+  // Examines up to `max_scan` slots of the subject table (at most half of
+  // them hold a subject), continuing where the last call stopped, and
+  // evicts those unused since before now_us - idle_us that hold no open
+  // lease and have no change waiting for Drain. Their stored
   // rows are then current once every drained batch has committed: the
   // caller evicts only when storage has caught up. Returns how many.
   size_t EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan);
@@ -407,7 +409,7 @@ class Engine {
   std::unordered_map<std::string, Price> prices_;
   LeaseBook leases_;  // open, and settled ones for duplicate answers
 
-  std::unordered_map<std::string, Subject, ScopeHash, ScopeEq> subjects_;
+  ScopeTable<Subject> subjects_;
   // Moves on whenever a subject leaves memory: CachedSubject pointers
   // filled before are stale.
   uint64_t subject_epoch_ = 1;

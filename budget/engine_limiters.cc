@@ -17,9 +17,9 @@ std::unique_ptr<Limiter>* Engine::LimiterSlot(Subject& s,
 }
 
 Limiter* Engine::FindLimiter(const std::string& scope, std::string_view name) {
-  auto it = subjects_.find(scope);
-  if (it == subjects_.end()) return nullptr;
-  std::unique_ptr<Limiter>* slot = LimiterSlot(it->second, name);
+  auto* e = subjects_.find(scope);
+  if (e == nullptr) return nullptr;
+  std::unique_ptr<Limiter>* slot = LimiterSlot(e->second, name);
   return slot == nullptr ? nullptr : slot->get();
 }
 
@@ -65,12 +65,11 @@ void Engine::CollectLimits(const std::vector<std::string>& scopes,
   for (const std::string& scope : scopes) {
     const Policy* policy = PolicyFor(scope);
     if (policy == nullptr) continue;
-    auto it = subjects_.find(scope);
+    auto* e = subjects_.find(scope);
     for (size_t i = 0; i < policy->shared.size(); ++i) {
       Limiter* limiter =
-          it == subjects_.end()
-              ? nullptr
-              : Instance(it->second, scope, *policy, i, now_us, false);
+          e == nullptr ? nullptr
+                       : Instance(e->second, scope, *policy, i, now_us, false);
       out->push_back(Applied{&scope, policy->shared[i].get(), limiter});
     }
   }

@@ -20,33 +20,33 @@ bool IsSubject(const std::string& scope) {
 
 bool Engine::NeedsLoad(const std::string& scope) const {
   return IsSubject(scope) && stored_.MaybeContains(scope) &&
-         subjects_.find(scope) == subjects_.end();
+         subjects_.find(scope) == nullptr;
 }
 
 Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
                              int64_t now_us) {
-  auto it = subjects_.find(ScopeRef{prefix, name});
-  if (it == subjects_.end()) {
+  auto* e = subjects_.find(ScopeRef{prefix, name});
+  if (e == nullptr) {
     std::string scope;
     scope.reserve(prefix.size() + name.size());
     scope.append(prefix).append(name);
-    it = subjects_.emplace(std::move(scope), Subject{}).first;
+    e = subjects_.Insert(std::move(scope));
   }
-  Subject& s = it->second;
+  Subject& s = e->second;
   s.used_us = std::max(s.used_us, now_us);
-  return Resident{&it->first, &s};
+  return Resident{&e->first, &s};
 }
 
 Engine::Resident Engine::TaskSubject(std::string_view name) {
-  auto it = subjects_.find(ScopeRef{kTaskPrefix, name});
-  if (it == subjects_.end() || !it->second.task) return Resident{};
-  return Resident{&it->first, &it->second};
+  auto* e = subjects_.find(ScopeRef{kTaskPrefix, name});
+  if (e == nullptr || !e->second.task) return Resident{};
+  return Resident{&e->first, &e->second};
 }
 
 const Engine::TaskInfo* Engine::FindTask(std::string_view name) const {
-  auto it = subjects_.find(ScopeRef{kTaskPrefix, name});
-  if (it == subjects_.end() || !it->second.task) return nullptr;
-  return &*it->second.task;
+  const auto* e = subjects_.find(ScopeRef{kTaskPrefix, name});
+  if (e == nullptr || !e->second.task) return nullptr;
+  return &*e->second.task;
 }
 
 Engine::Resident Engine::Use(CachedSubject& cache, std::string_view prefix,
@@ -114,7 +114,7 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   auto need = [&](std::string_view prefix, const std::string& name) {
     if (!stored_.MaybeContains(prefix, name)) return;
     std::string scope = std::string(prefix) + name;
-    if (subjects_.find(scope) == subjects_.end()) {
+    if (subjects_.find(scope) == nullptr) {
       out.push_back(std::move(scope));
     }
   };
@@ -138,7 +138,7 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
 
 bool Engine::AddsSubjects(const AcquireRequest& req) const {
   auto absent = [this](std::string scope) {
-    return subjects_.find(scope) == subjects_.end();
+    return subjects_.find(scope) == nullptr;
   };
   return absent("user:" + req.user) || absent("task:" + req.task) ||
          (!req.resource.empty() && absent("resource:" + req.resource));
@@ -196,11 +196,11 @@ bool Engine::Evictable(const std::string& scope, const Subject& s,
 }
 
 void Engine::Evict(const std::string& scope) {
-  auto it = subjects_.find(scope);
-  if (it == subjects_.end()) return;
-  if (it->second.task) --task_count_;
+  auto* e = subjects_.find(scope);
+  if (e == nullptr) return;
+  if (e->second.task) --task_count_;
   stored_.Add(scope);
-  subjects_.erase(it);
+  subjects_.erase(e);
   ++subject_epoch_;
   ++evictions_;
 }
@@ -209,16 +209,14 @@ size_t Engine::EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan) {
   if (subjects_.empty()) return 0;
   const int64_t cutoff = now_us - idle_us;
   std::vector<std::string> victims;
-  const size_t buckets = subjects_.bucket_count();
-  for (size_t n = 0; n < max_scan && n < buckets; ++n) {
-    const size_t b = evict_cursor_++ % buckets;
-    for (auto it = subjects_.begin(b); it != subjects_.end(b); ++it) {
-      if (Evictable(it->first, it->second, cutoff)) {
-        victims.push_back(it->first);
-      }
+  const size_t slots = subjects_.slot_count();
+  for (size_t n = 0; n < max_scan && n < slots; ++n) {
+    const auto* e = subjects_.At(evict_cursor_++ % slots);
+    if (e != nullptr && Evictable(e->first, e->second, cutoff)) {
+      victims.push_back(e->first);
     }
   }
-  evict_cursor_ %= buckets;
+  evict_cursor_ %= slots;
   for (const std::string& scope : victims) Evict(scope);
   return victims.size();
 }
