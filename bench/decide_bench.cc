@@ -59,6 +59,10 @@ constexpr const char* kUsage = R"(usage: brake-decide-bench [flags]
   --cases LIST        grant,deny,dry or a subset (default all three)
   --memory-subjects N subjects for the memory figure; 0 skips it
                       (default 1000000)
+  --prefetch WHEN     off, on or both: whether each decision is preceded by
+                      Engine::Prefetch of the request kPrefetchAhead places
+                      ahead, as the daemon does when the subjects outgrow
+                      the caches (default both: a row each)
   -h, --help          this text
 )";
 
@@ -220,17 +224,25 @@ std::unique_ptr<Bench> MakeBench(int64_t subjects, bool hierarchy,
 // (--toggle-collect='*TimedAcquires*' etc.).
 [[gnu::noinline]] void TimedAcquires(Bench* b, AcquireRequest* req,
                                      int64_t first, int n, int64_t subjects,
+                                     bool prefetch,
                                      std::vector<std::string>* leases,
                                      uint64_t* granted) {
   // One outcome for all, as the daemon keeps one.
   AcquireOutcome& out = b->outcome;
   SubjectCursor subject(req, first, subjects);
+  // With prefetch, the request Engine::kPrefetchAhead places ahead is
+  // announced before each decision, as a caller holding a batch would.
+  AcquireRequest ahead = *req;
+  SubjectCursor next(&ahead, first + Engine::kPrefetchAhead, subjects);
   for (int k = 0; k < n; ++k, subject.Next()) {
+    if (prefetch) {
+      b->engine.Prefetch(ahead.task);
+      next.Next();
+    }
     Status s = b->engine.Acquire(*req, ++b->now_us, &out);
     if (!s.ok()) {  // a harness bug (say, a task named with another user)
       std::fprintf(stderr, "brake-decide-bench: acquire of %s/%s: %s\n",
-                   req->user.c_str(), req->task.c_str(),
-                   s.ToString().c_str());
+                   req->user.c_str(), req->task.c_str(), s.ToString().c_str());
       std::exit(1);
     }
     if (out.granted) {
@@ -255,7 +267,7 @@ struct CaseResult {
 };
 
 CaseResult RunCase(const std::string& kind, int64_t subjects,
-                   int64_t iterations) {
+                   int64_t iterations, bool prefetch) {
   const bool deny = kind == "deny";
   std::unique_ptr<Bench> b =
       MakeBench(subjects, /*hierarchy=*/true, /*stingy_tasks=*/deny,
@@ -266,11 +278,13 @@ CaseResult RunCase(const std::string& kind, int64_t subjects,
   leases.reserve(kBatch);
   CaseResult out;
   for (int64_t done = 0; done < iterations;) {
-    const int n = static_cast<int>(std::min<int64_t>(kBatch, iterations - done));
+    const int n =
+        static_cast<int>(std::min<int64_t>(kBatch, iterations - done));
     leases.clear();
     const Clock::time_point wall0 = Clock::now();
     const int64_t t0 = CpuNs();
-    TimedAcquires(b.get(), &req, done, n, subjects, &leases, &out.granted);
+    TimedAcquires(b.get(), &req, done, n, subjects, prefetch, &leases,
+                  &out.granted);
     const int64_t t1 = CpuNs();
     TimedCancels(b.get(), leases);
     const int64_t t2 = CpuNs();
@@ -351,6 +365,7 @@ int Main(int argc, char** argv) {
   int64_t memory_subjects = 1'000'000;
   std::vector<int64_t> subject_counts{1, 1000, 1'000'000};
   std::vector<std::string> cases{"grant", "deny", "dry"};
+  std::vector<bool> prefetches{false, true};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -361,7 +376,8 @@ int Main(int argc, char** argv) {
     const std::string value = argv[++i];
     std::vector<std::string> items;
     if (arg == "--iterations") {
-      if (!ParseCount(value, 1, &iterations)) return Usage(arg + " needs N >= 1");
+      if (!ParseCount(value, 1, &iterations))
+        return Usage(arg + " needs N >= 1");
     } else if (arg == "--memory-subjects") {
       if (!ParseCount(value, 0, &memory_subjects)) {
         return Usage(arg + " needs N >= 0");
@@ -373,6 +389,14 @@ int Main(int argc, char** argv) {
         int64_t n = 0;
         if (!ParseCount(item, 1, &n)) return Usage(arg + ": bad count " + item);
         subject_counts.push_back(n);
+      }
+    } else if (arg == "--prefetch") {
+      if (value == "off" || value == "on") {
+        prefetches = {value == "on"};
+      } else if (value == "both") {
+        prefetches = {false, true};
+      } else {
+        return Usage(arg + " needs off, on or both");
       }
     } else if (arg == "--cases") {
       if (!ParseList(value, &cases)) return Usage(arg + " needs a list");
@@ -389,9 +413,10 @@ int Main(int argc, char** argv) {
   // First, while this process's heap is still small: a forked child
   // reuses (and so does not count) memory its parent has freed.
   if (memory_subjects > 0) {
-    std::printf("memory per idle subject (%lld subjects, each acquired and "
-                "committed once, drained, settled leases forgotten):\n",
-                static_cast<long long>(memory_subjects));
+    std::printf(
+        "memory per idle subject (%lld subjects, each acquired and "
+        "committed once, drained, settled leases forgotten):\n",
+        static_cast<long long>(memory_subjects));
     std::printf("  task:* bucket only:            %8.0f bytes\n",
                 IdleBytesPerSubject(memory_subjects, false));
     std::printf("  global + user:* + task:*:      %8.0f bytes\n",
@@ -405,24 +430,27 @@ int Main(int argc, char** argv) {
       "acquire + cancel);\nwall ns/dec is the same by steady_clock; "
       "housekeeping (drain + forget) is not counted in a decision\n\n",
       static_cast<long long>(iterations));
-  std::printf("%9s  %-5s  %11s  %7s  %10s  %9s  %10s  %11s  %9s\n", "subjects",
-              "case", "decisions/s", "ns/dec", "ns/acquire", "ns/cancel",
-              "ns/housek.", "wall ns/dec", "granted");
+  std::printf("%9s  %-5s  %3s  %11s  %7s  %10s  %9s  %10s  %11s  %9s\n",
+              "subjects", "case", "pf", "decisions/s", "ns/dec", "ns/acquire",
+              "ns/cancel", "ns/housek.", "wall ns/dec", "granted");
   for (int64_t subjects : subject_counts) {
     for (const std::string& kind : cases) {
-      CaseResult r = RunCase(kind, subjects, iterations);
-      const double d = static_cast<double>(r.decisions);
-      const double acquire = static_cast<double>(r.acquire_ns) / d;
-      const double cancel = static_cast<double>(r.cancel_ns) / d;
-      const double per = acquire + cancel;
-      std::printf("%9lld  %-5s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  %11.0f  "
-                  "%9llu\n",
-                  static_cast<long long>(subjects), kind.c_str(), 1e9 / per,
-                  per, acquire, cancel,
-                  static_cast<double>(r.housekeeping_ns) / d,
-                  static_cast<double>(r.wall_ns) / d,
-                  static_cast<unsigned long long>(r.granted));
-      std::fflush(stdout);
+      for (bool prefetch : prefetches) {
+        CaseResult r = RunCase(kind, subjects, iterations, prefetch);
+        const double d = static_cast<double>(r.decisions);
+        const double acquire = static_cast<double>(r.acquire_ns) / d;
+        const double cancel = static_cast<double>(r.cancel_ns) / d;
+        const double per = acquire + cancel;
+        std::printf(
+            "%9lld  %-5s  %3s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  "
+            "%11.0f  %9llu\n",
+            static_cast<long long>(subjects), kind.c_str(),
+            prefetch ? "on" : "off", 1e9 / per, per, acquire, cancel,
+            static_cast<double>(r.housekeeping_ns) / d,
+            static_cast<double>(r.wall_ns) / d,
+            static_cast<unsigned long long>(r.granted));
+        std::fflush(stdout);
+      }
     }
   }
   return 0;

@@ -155,11 +155,13 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   out->denial.cause.clear();
   out->remaining = Remaining{};
   out->shadow.clear();
-  if (std::vector<std::string> missing = MissingFor(req); !missing.empty()) {
-    return Status::Unavailable("subject: " + missing.front() +
-                               " is not in memory; load it first");
+  if (!stored_.empty()) {  // else nothing was stored: nothing is missing
+    if (std::vector<std::string> missing = MissingFor(req); !missing.empty()) {
+      return Status::Unavailable("subject: " + missing.front() +
+                                 " is not in memory; load it first");
+    }
   }
-  const Resident known = TaskSubject(req.task);
+  const Resident known = AnnouncedTask(req.task);
   const TaskInfo* task =
       known.subject != nullptr ? &*known.subject->task : nullptr;
   const bool new_task = task == nullptr;

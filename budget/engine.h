@@ -174,6 +174,22 @@ class Engine {
     if (Status s = Acquire(request, now_us, &out); !s.ok()) return s;
     return out;
   }
+  // A hint, for a caller holding several requests (the daemon, the lines
+  // of one read): starts loading what deciding an acquire of `task` will
+  // read (the task's subject, its limiters, its user's subject) without
+  // waiting for memory. Call it for the request kPrefetchAhead places
+  // ahead of the one about to be decided: each call moves the requests
+  // announced before it one stage on (the table slot, the subject, its
+  // limiter array, its limiters; each stage reads only what the one before
+  // brought in), and the decision of a request announced exactly
+  // kPrefetchAhead calls earlier takes its subject from the pipeline. Any
+  // name may be announced (one not in memory, "" for a request that names
+  // no task); nothing changes but what is in cache. Worth it only when the
+  // subjects outgrow the caches (prefetch_pays()).
+  static constexpr int kPrefetchAhead = 8;
+  void Prefetch(std::string_view task);
+  bool prefetch_pays() const { return subjects_.size() >= kPrefetchFrom; }
+
   // Settles a lease with its real usage. A lease settled before answers its
   // first result with duplicate set. Error: kUnknownLease.
   Result<Settlement> Commit(const CommitRequest& request, int64_t now_us);
@@ -399,6 +415,22 @@ class Engine {
     Resident task;  // its subject, with its record; null: not in memory
   };
   std::vector<Ancestor> scratch_ancestors_;
+  // Prefetch's pipeline: the tasks of the requests announced last, newest
+  // at prefetch_next_ - 1, each with its entry once its slot was read
+  // (valid while subject_epoch_ is still `epoch`). Twice kPrefetchAhead
+  // long, so that the request being decided is still there.
+  static constexpr size_t kPrefetchFrom = 1 << 15;
+  static constexpr uint32_t kPrefetchRing = 2 * kPrefetchAhead;
+  struct Prefetching {
+    uint64_t hash = 0;
+    ScopeTable<Subject>::Entry* entry = nullptr;
+    uint64_t epoch = 0;
+  };
+  Prefetching prefetch_ring_[kPrefetchRing] = {};
+  uint32_t prefetch_next_ = 0;
+  // TaskSubject(name), taking the entry Prefetch found when `name` is the
+  // task of the request announced kPrefetchAhead calls ago.
+  Resident AnnouncedTask(std::string_view name);
   std::vector<Resident> scratch_subjects_;
   std::vector<Applied> scratch_applied_;
 

@@ -106,6 +106,56 @@ Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
   return Status::Ok();
 }
 
+void Engine::Prefetch(std::string_view task) {
+  // Stage k acts on the request announced 2k calls ago, so that what a
+  // stage asks for has about two decisions' time to arrive; each reads
+  // only what the stage before brought in.
+  constexpr uint32_t kGap = kPrefetchAhead / 4;  // calls between stages
+  const uint32_t now = prefetch_next_++;
+  auto ago = [&](uint32_t calls) -> Prefetching& {
+    return prefetch_ring_[(now - calls) % kPrefetchRing];
+  };
+  // The subject found two stages ago, if it cannot have left memory since.
+  auto found = [&](const Prefetching& p) -> const Subject* {
+    return p.entry != nullptr && p.epoch == subject_epoch_ ? &p.entry->second
+                                                           : nullptr;
+  };
+  Prefetching& fresh = ago(0);
+  fresh.hash = decltype(subjects_)::Hash(ScopeRef{kTaskPrefix, task});
+  fresh.entry = nullptr;
+  subjects_.PrefetchSlot(fresh.hash);
+
+  Prefetching& slot_in = ago(kGap);  // its slot is in cache: the entry
+  if (auto* e = subjects_.Hinted(slot_in.hash)) {
+    slot_in.entry = e;
+    slot_in.epoch = subject_epoch_;
+    const char* p = reinterpret_cast<const char*>(e);
+    for (size_t at = 0; at < sizeof *e; at += 64) __builtin_prefetch(p + at);
+  }
+  // The entry is in cache: its limiter array, and its user's subject.
+  if (const Subject* s = found(ago(2 * kGap))) {
+    __builtin_prefetch(s->limiters.data());
+    if (s->task && s->task->owner.epoch == subject_epoch_) {
+      __builtin_prefetch(s->task->owner.resident.subject);
+    }
+  }
+  if (const Subject* s = found(ago(3 * kGap))) {  // the limiters themselves
+    for (const auto& l : s->limiters) __builtin_prefetch(l.get());
+  }
+}
+
+Engine::Resident Engine::AnnouncedTask(std::string_view name) {
+  const Prefetching& p =
+      prefetch_ring_[(prefetch_next_ - 1 - kPrefetchAhead) % kPrefetchRing];
+  // Its entry may hold another key of the same hash: the key decides.
+  if (p.entry != nullptr && p.epoch == subject_epoch_ &&
+      p.entry->second.task && ScopeEq{}(ScopeRef{kTaskPrefix, name},
+                                        std::string_view(p.entry->first))) {
+    return Resident{&p.entry->first, &p.entry->second};
+  }
+  return TaskSubject(name);
+}
+
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
   if (stored_.empty()) return out;  // nothing was ever stored or evicted

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "budget/scope_key.h"
+
 namespace brake {
 namespace {
 
@@ -17,15 +19,8 @@ uint64_t Fnv(uint64_t h, std::string_view s) {
   return h;
 }
 
-// A 64-bit finalizer: two independent halves for double hashing.
-uint64_t Finish(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 33;
-  return h;
-}
+// Finalized, two independent halves for double hashing.
+uint64_t Finish(uint64_t h) { return scope_key_internal::Fmix64(h); }
 
 uint64_t Hash(std::string_view s) { return Finish(Fnv(kFnvBasis, s)); }
 

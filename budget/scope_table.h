@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "budget/scope_key.h"
+#include "common/huge_page_allocator.h"
 
 namespace brake {
 
@@ -73,9 +74,18 @@ class ScopeTable {
     return find(key) != nullptr;
   }
 
-  // Starts loading the slot where the key of `hash` is probed from.
+  // For prefetching: starts loading the slot where the key of `hash` is
+  // probed from; and (once that slot is in cache) the first entry whose
+  // hash is `hash`, unchecked (it may hold another key), or nullptr.
   void PrefetchSlot(uint64_t hash) const {
     if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+  }
+  Entry* Hinted(uint64_t hash) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.entry == nullptr || s.hash == hash) return s.entry;
+    }
   }
 
   // Adds `scope`, which must not be in the table, with a default value.
@@ -157,7 +167,7 @@ class ScopeTable {
     slots_[i] = s;
   }
   void Grow() {
-    std::vector<Slot> old = std::move(slots_);
+    Slots old = std::move(slots_);
     slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
     mask_ = slots_.size() - 1;
     for (const Slot& s : old) {
@@ -165,7 +175,9 @@ class ScopeTable {
     }
   }
 
-  std::vector<Slot> slots_;  // a power of two, at most half full
+  // A power of two, at most half full; on huge pages once it is large.
+  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
+  Slots slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };

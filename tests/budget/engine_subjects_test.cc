@@ -18,52 +18,6 @@ using namespace engine_test;
 constexpr int64_t kIdleUs = 60 * kSecondUs;
 constexpr size_t kScanAll = 1 << 20;
 
-// A stand-in for the store: keeps the latest row of every key Drain put.
-struct FakeStore {
-  std::map<std::string, TaskRow> tasks;
-  std::map<std::pair<std::string, std::string>, LimiterRow> limiters;
-  std::map<std::string, SpendRow> spend;
-
-  void Apply(Engine& e) {
-    Batch b = DrainAll(e);
-    for (const std::string& kind : b.limiter_scopes_deleted) {
-      const std::string prefix = kind.substr(0, kind.size() - 1);
-      std::erase_if(limiters, [&](const auto& kv) {
-        return kv.first.first.rfind(prefix, 0) == 0;
-      });
-    }
-    for (const std::string& scope : b.spend_deleted) {
-      std::erase_if(spend, [&](const auto& kv) {
-        return kv.first == scope ||
-               (scope.ends_with(":*") &&
-                kv.first.rfind(scope.substr(0, scope.size() - 1), 0) == 0);
-      });
-    }
-    for (const TaskRow& r : b.tasks_put) tasks[r.task] = r;
-    for (const LimiterRow& r : b.limiters_put) limiters[{r.scope, r.name}] = r;
-    for (const SpendRow& r : b.spend_put) spend[r.scope] = r;
-  }
-  // What Store::LoadSubjects answers (without the ancestor walk).
-  SubjectRows Load(const std::vector<std::string>& scopes) const {
-    SubjectRows rows;
-    rows.scopes = scopes;
-    for (const std::string& scope : scopes) {
-      for (const auto& [key, row] : limiters) {
-        if (key.first == scope) rows.limiters.push_back(row);
-      }
-      if (auto it = spend.find(scope); it != spend.end()) {
-        rows.spend.push_back(it->second);
-      }
-      if (scope.rfind("task:", 0) == 0) {
-        if (auto it = tasks.find(scope.substr(5)); it != tasks.end()) {
-          rows.tasks.push_back(it->second);
-        }
-      }
-    }
-    return rows;
-  }
-};
-
 void Configure(Engine& e) {
   e.SetPolicy("user:*", MakePolicy({QuotaSpec("tok", Resource::kTokens, 1000),
                                     BucketSpec("rps", 10, 1000, 10)}));
