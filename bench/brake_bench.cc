@@ -45,6 +45,10 @@ throughput, latency, grants, denials and the grant rate over time.
   --task-prefix P        connection i acquires for task P<i % K>
                          (default "bench-")
   --tasks K              distinct tasks (default: one per connection)
+  --spread               each acquire names its connection's next task
+                         instead: connection i cycles through tasks i, i+N,
+                         i+2N, ... below K, so that K tasks (a million,
+                         say) are all in use
   --tokens N             tokens per acquire, and per commit (default 0)
   --commit               commit each granted lease with --tokens
   --wait-ms N            send "wait_ms":N on every acquire (default 0: not
@@ -249,9 +253,11 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
       if (!value(&v) || v.empty()) return bad("a path");
       flags->echo_server_path = v;
     } else if (arg == "--commit" || arg == "--once" || arg == "--echo" ||
-               arg == "--compare-echo" || arg == "--json") {
+               arg == "--compare-echo" || arg == "--json" ||
+               arg == "--spread") {
       if (inline_value) return Usage(arg + " takes no value");
       if (arg == "--commit") load.commit = true;
+      if (arg == "--spread") load.spread = true;
       if (arg == "--once") load.once = true;
       if (arg == "--echo") flags->echo = true;
       if (arg == "--compare-echo") flags->compare_echo = true;

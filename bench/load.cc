@@ -96,6 +96,11 @@ struct Conn {
   uint64_t grants = 0;
   int acquires_sent = 0;  // Counted for --once only.
   std::string request_tail;  // What follows the id in an acquire or ping.
+  // --spread: the acquire's text before and after the task's number, and
+  // the number of the next task.
+  std::string spread_head;
+  std::string spread_tail;
+  int64_t next_task = 0;
   std::vector<Slot> slots;
   std::vector<uint32_t> free_slots;
   std::vector<uint32_t> unstamped;  // Queued since the last send().
@@ -231,6 +236,16 @@ class Worker {
       c->out.Append(lease);  // Raw JSON string content, escapes intact.
       c->out.Append('"');
       c->out.Append(commit_tokens_);
+    } else if (config_.spread && config_.op == BenchOp::kAcquire) {
+      c->out.Append(c->spread_head);
+      const auto [end2, ec2] =
+          std::to_chars(digits, digits + sizeof(digits), c->next_task);
+      c->out.Append(
+          std::string_view(digits, static_cast<size_t>(end2 - digits)));
+      c->out.Append(c->spread_tail);
+      const int64_t tasks = config_.tasks > 0 ? config_.tasks : config_.connections;
+      c->next_task += config_.connections;
+      if (c->next_task >= tasks) c->next_task = c->index % tasks;
     } else {
       c->out.Append(c->request_tail);
     }
@@ -531,6 +546,18 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
     c->fd = *fd;
     c->index = i;
     c->request_tail = RequestTail(config, i);
+    if (config.spread) {
+      // The tail with the task's number cut out: `..."task":"<prefix>` and
+      // `","tokens":...`.
+      LoadConfig marked = config;
+      marked.task_prefix += "#";
+      marked.tasks = 1;
+      const std::string whole = RequestTail(marked, 0);
+      const size_t hash = whole.rfind("#0\"");  // prefix#, task 0 % 1
+      c->spread_head = whole.substr(0, hash);
+      c->spread_tail = whole.substr(hash + 2);
+      c->next_task = i % (config.tasks > 0 ? config.tasks : config.connections);
+    }
     c->slots.resize(static_cast<size_t>(config.depth));
     for (int s = config.depth - 1; s >= 0; --s) {
       c->free_slots.push_back(static_cast<uint32_t>(s));

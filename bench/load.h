@@ -41,6 +41,9 @@ struct LoadConfig {
   std::string user = "bench";
   std::string task_prefix = "bench-";
   int tasks = 0;  // K: connection i uses task prefix + (i % K); 0 means N.
+  // Each acquire names its connection's next task instead: connection i
+  // cycles through i, i + N, i + 2N, ... below K.
+  bool spread = false;
   int64_t tokens = 0;
   bool commit = false;  // Commit every granted lease with `tokens`.
   // Width of the wall-clock-aligned windows grants are also counted in.

@@ -189,6 +189,8 @@ class Engine {
   static constexpr int kPrefetchAhead = 8;
   void Prefetch(std::string_view task);
   bool prefetch_pays() const { return subjects_.size() >= kPrefetchFrom; }
+  // Acquires that took their task's subject from the pipeline.
+  uint64_t prefetched_decisions() const { return prefetched_decisions_; }
 
   // Settles a lease with its real usage. A lease settled before answers its
   // first result with duplicate set. Error: kUnknownLease.
@@ -428,6 +430,7 @@ class Engine {
   };
   Prefetching prefetch_ring_[kPrefetchRing] = {};
   uint32_t prefetch_next_ = 0;
+  uint64_t prefetched_decisions_ = 0;
   // TaskSubject(name), taking the entry Prefetch found when `name` is the
   // task of the request announced kPrefetchAhead calls ago.
   Resident AnnouncedTask(std::string_view name);

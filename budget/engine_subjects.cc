@@ -151,6 +151,7 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
   if (p.entry != nullptr && p.epoch == subject_epoch_ &&
       p.entry->second.task && ScopeEq{}(ScopeRef{kTaskPrefix, name},
                                         std::string_view(p.entry->first))) {
+    ++prefetched_decisions_;
     return Resident{&p.entry->first, &p.entry->second};
   }
   return TaskSubject(name);

@@ -98,6 +98,12 @@ class Dispatcher {
   // Lines the fast path has answered since construction.
   uint64_t fast_answers() const { return fast_answers_; }
 
+  // Whether telling the engine of lines ahead pays (Engine::prefetch_pays:
+  // its subjects outgrow the caches), and telling it: the task of `line`,
+  // to be handled Engine::kPrefetchAhead lines from now (Engine::Prefetch).
+  bool prefetch_pays() const { return engine_->prefetch_pays(); }
+  void Prefetch(std::string_view line) { engine_->Prefetch(PeekTask(line)); }
+
   // `brakectl help`-style listing of the ops table.
   static std::string OpsHelp();
 

@@ -212,6 +212,28 @@ class Scanner {
 
 }  // namespace
 
+std::string_view PeekTask(std::string_view line) {
+  constexpr std::string_view kKey = "\"task\"";
+  const size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return {};
+  size_t i = at + kKey.size();
+  auto skip_space = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  };
+  skip_space();
+  if (i >= line.size() || line[i] != ':') return {};
+  ++i;
+  skip_space();
+  if (i >= line.size() || line[i] != '"') return {};
+  const size_t start = ++i;
+  while (i < line.size() && line[i] != '"') {
+    if (line[i] == '\\') return {};
+    ++i;
+  }
+  if (i >= line.size()) return {};
+  return line.substr(start, i - start);
+}
+
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();

@@ -93,6 +93,11 @@ struct FastRequest {
 // declines it, and `out` must then be ignored.
 bool ScanFastRequest(std::string_view line, FastRequest* out);
 
+// The value of the first member named "task" of `line`, when it is a plain
+// string (no escapes); "" otherwise. For a hint only (Engine::Prefetch): it
+// validates nothing, and a "task" inside another value may be taken.
+std::string_view PeekTask(std::string_view line);
+
 // True when `s` is well-formed UTF-8 as nlohmann's lexer accepts it (RFC
 // 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
 bool IsValidUtf8(std::string_view s);

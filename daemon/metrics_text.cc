@@ -193,6 +193,9 @@ std::string MetricsText(const MetricsSources& src) {
   one("brake_tasks", "Tasks in memory.", "gauge", src.tasks);
   one("brake_subjects", "Subjects (users, tasks, resources) in memory.",
       "gauge", src.subjects);
+  one("brake_prefetched_decisions_total",
+      "Acquires whose task was announced lines ahead (many subjects).",
+      "counter", src.prefetched);
   one("brake_subject_loads_total",
       "Requests that waited for subjects to load from storage.", "counter",
       s.subject_loads);

@@ -49,6 +49,7 @@ struct MetricsSources {
   int64_t lease_cap_refusals = 0;  // Engine::lease_cap_refusals()
   int64_t tasks = 0;     // in memory
   int64_t subjects = 0;  // users, tasks, resources and global in memory
+  int64_t prefetched = 0;  // Engine::prefetched_decisions()
   int64_t waiters = 0;
   Totals spend;  // settled, all subjects
   int64_t breakers_open = 0;

@@ -19,6 +19,7 @@ Status MetricsOp(OpContext& ctx) {
       static_cast<int64_t>(ctx.engine->lease_cap_refusals());
   src.tasks = static_cast<int64_t>(ctx.engine->task_count());
   src.subjects = static_cast<int64_t>(ctx.engine->resident_subjects());
+  src.prefetched = static_cast<int64_t>(ctx.engine->prefetched_decisions());
   src.waiters = d.waiters() ? static_cast<int64_t>(d.waiters()->size()) : 0;
   src.spend = ctx.engine->SpendOf("global");
   for (const BreakerView& v : d.decider()->OpenViews(ctx.now_us)) {

@@ -199,7 +199,24 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
   uv_stream_t* stream = reinterpret_cast<uv_stream_t*>(&c->pipe);
   size_t pos = 0;
   bool too_long = false;
+  // With more subjects than the caches hold, a decision mostly waits on
+  // memory: the task of the line kPrefetchAhead lines on is announced
+  // before each line is handled (Engine::Prefetch), so that its subject is
+  // in cache by its turn. `ahead` is where the next line to announce starts.
+  const bool prefetch = dispatcher_->prefetch_pays();
+  size_t ahead = 0;
+  size_t announced = 0;  // lines of this read announced, minus those handled
   while (pos < n && !c->closing && !c->close_after_write && !c->paused) {
+    while (prefetch && announced <= Engine::kPrefetchAhead && ahead < n) {
+      const char* end =
+          static_cast<const char*>(memchr(data + ahead, '\n', n - ahead));
+      if (end == nullptr) break;
+      dispatcher_->Prefetch(std::string_view(
+          data + ahead, static_cast<size_t>(end - (data + ahead))));
+      ahead = static_cast<size_t>(end - data) + 1;
+      ++announced;
+    }
+    if (announced > 0) --announced;
     const char* nl =
         static_cast<const char*>(memchr(data + pos, '\n', n - pos));
     if (nl == nullptr) break;

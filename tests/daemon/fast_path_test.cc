@@ -494,3 +494,22 @@ TEST_CASE("fast path: mutated lines answered as the general path does",
 
 }  // namespace
 }  // namespace brake
+
+namespace brake {
+namespace {
+
+TEST_CASE("fast path: PeekTask finds a plain task name or nothing",
+          "[fast_path]") {
+  CHECK(PeekTask(R"({"op":"acquire","user":"u","task":"t1"})") == "t1");
+  CHECK(PeekTask(R"({"task" :  "a b","op":"acquire"})") == "a b");
+  CHECK(PeekTask(R"({"op":"acquire","task":""})").empty());
+  CHECK(PeekTask(R"({"op":"commit","lease":"L1"})").empty());
+  CHECK(PeekTask(R"({"task":"t\"1"})").empty());  // escaped: not a hint
+  CHECK(PeekTask(R"({"task":17})").empty());
+  CHECK(PeekTask(R"({"task":"unterminated)").empty());
+  CHECK(PeekTask(R"({"task")").empty());
+  CHECK(PeekTask("").empty());
+}
+
+}  // namespace
+}  // namespace brake
