@@ -29,6 +29,7 @@
 #include "budget/lease_book.h"
 #include "budget/limit_spec.h"
 #include "budget/limiter.h"
+#include "budget/limiter_list.h"
 #include "budget/pricing.h"
 #include "budget/scope_filter.h"
 #include "budget/scope_key.h"
@@ -320,7 +321,7 @@ class Engine {
     // order (once resolved), then any whose limit the policy no longer
     // has (kept while in memory: a limit set again keeps its counters).
     // They leave memory with the subject.
-    std::vector<std::unique_ptr<Limiter>> limiters;
+    LimiterList limiters;
     // Listed in dirty_spend_ / dirty_limiters_ / dirty_tasks_ (then not
     // evictable): its spend / some limiter / its task record changed since
     // the last Drain.

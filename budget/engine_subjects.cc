@@ -132,14 +132,20 @@ void Engine::Prefetch(std::string_view task) {
     const char* p = reinterpret_cast<const char*>(e);
     for (size_t at = 0; at < sizeof *e; at += 64) __builtin_prefetch(p + at);
   }
-  // The entry is in cache: its limiter array, and its user's subject.
+  // The entry is in cache: its limiters (or their array), and its user's
+  // subject.
   if (const Subject* s = found(ago(2 * kGap))) {
-    __builtin_prefetch(s->limiters.data());
+    if (s->limiters.in_place()) {
+      for (const auto& l : s->limiters) __builtin_prefetch(l.get());
+    } else {
+      __builtin_prefetch(s->limiters.data());
+    }
     if (s->task && s->task->owner.epoch == subject_epoch_) {
       __builtin_prefetch(s->task->owner.resident.subject);
     }
   }
-  if (const Subject* s = found(ago(3 * kGap))) {  // the limiters themselves
+  const Subject* s = found(ago(3 * kGap));
+  if (s != nullptr && !s->limiters.in_place()) {  // the limiters themselves
     for (const auto& l : s->limiters) __builtin_prefetch(l.get());
   }
 }
