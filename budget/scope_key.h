@@ -110,15 +110,22 @@ struct ScopeHash {
     return (*this)(std::string_view(scope));
   }
   size_t operator()(const ScopeRef& r) const {
-    if (r.prefix.empty()) return (*this)(r.name);
-    if (r.name.empty() || !scope_key_internal::IsKind(r.prefix)) {
-      std::string whole;  // not split at a kind: hash it whole
-      whole.reserve(r.prefix.size() + r.name.size());
-      whole.append(r.prefix).append(r.name);
-      return (*this)(std::string_view(whole));
+    if (!r.name.empty() && scope_key_internal::IsKind(r.prefix)) [[likely]] {
+      return scope_key_internal::Mix(r.name,
+                                     static_cast<unsigned char>(r.prefix[0]));
     }
-    return scope_key_internal::Mix(r.name,
-                                   static_cast<unsigned char>(r.prefix[0]));
+    return Whole(r);
+  }
+
+ private:
+  // Not split at a kind: hashed as the whole scope (out of line, so that
+  // the usual case stays small enough to inline).
+  [[gnu::noinline]] size_t Whole(const ScopeRef& r) const {
+    if (r.prefix.empty()) return (*this)(r.name);
+    std::string whole;
+    whole.reserve(r.prefix.size() + r.name.size());
+    whole.append(r.prefix).append(r.name);
+    return (*this)(std::string_view(whole));
   }
 };
 
