@@ -432,6 +432,11 @@ class Engine {
   Prefetching prefetch_ring_[kPrefetchRing] = {};
   uint32_t prefetch_next_ = 0;
   uint64_t prefetched_decisions_ = 0;
+  // The entry Prefetch found for `p`, if no subject has left memory since
+  // (else it may be gone); nullptr when none.
+  ScopeTable<Subject>::Entry* Live(const Prefetching& p) const {
+    return p.epoch == subject_epoch_ ? p.entry : nullptr;
+  }
   // TaskSubject(name), taking the entry Prefetch found when `name` is the
   // task of the request announced kPrefetchAhead calls ago.
   Resident AnnouncedTask(std::string_view name);

@@ -115,10 +115,9 @@ void Engine::Prefetch(std::string_view task) {
   auto ago = [&](uint32_t calls) -> Prefetching& {
     return prefetch_ring_[(now - calls) % kPrefetchRing];
   };
-  // The subject found two stages ago, if it cannot have left memory since.
   auto found = [&](const Prefetching& p) -> const Subject* {
-    return p.entry != nullptr && p.epoch == subject_epoch_ ? &p.entry->second
-                                                           : nullptr;
+    const auto* e = Live(p);
+    return e == nullptr ? nullptr : &e->second;
   };
   Prefetching& fresh = ago(0);
   fresh.hash = decltype(subjects_)::Hash(ScopeRef{kTaskPrefix, task});
@@ -154,11 +153,11 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
   const Prefetching& p =
       prefetch_ring_[(prefetch_next_ - 1 - kPrefetchAhead) % kPrefetchRing];
   // Its entry may hold another key of the same hash: the key decides.
-  if (p.entry != nullptr && p.epoch == subject_epoch_ &&
-      p.entry->second.task && ScopeEq{}(ScopeRef{kTaskPrefix, name},
-                                        std::string_view(p.entry->first))) {
+  auto* e = Live(p);
+  if (e != nullptr && e->second.task &&
+      ScopeEq{}(ScopeRef{kTaskPrefix, name}, std::string_view(e->first))) {
     ++prefetched_decisions_;
-    return Resident{&p.entry->first, &p.entry->second};
+    return Resident{&e->first, &e->second};
   }
   return TaskSubject(name);
 }
