@@ -3,54 +3,149 @@
 #include <algorithm>
 
 #include "budget/pricing.h"  // SaturatingAdd
+#include "budget/scope_key.h"  // HashBytes
 
 namespace brake {
 
 SubjectCounter::SubjectCounter(size_t capacity)
-    : capacity_(std::max<size_t>(1, capacity)) {}
+    // At most 2^30: the index table (< 2^32 slots) is addressed by the
+    // 32 bits of hash a slot keeps.
+    : capacity_(std::clamp<size_t>(capacity, 1, size_t{1} << 30)) {}
 
-void SubjectCounter::Link(Entry* e, int64_t rank, Buckets::iterator hint) {
-  Buckets::iterator b = hint != buckets_.end() && hint->first == rank
-                            ? hint
-                            : buckets_.emplace_hint(hint, rank, Bucket{});
-  e->bucket = b;
-  e->next = nullptr;
-  e->prev = b->second.tail;
-  if (e->prev != nullptr) {
-    e->prev->next = e;
-  } else {
-    b->second.head = e;
+namespace {
+
+// A slot: the entry's hash's low 32 bits (its home, and a tag compared
+// before the name) above the entry's index + 1 (0: an empty slot).
+uint64_t SlotOf(uint64_t hash, uint32_t entry) {
+  return hash << 32 | (uint64_t{entry} + 1);
+}
+uint32_t EntryOf(uint64_t slot) { return static_cast<uint32_t>(slot) - 1; }
+size_t HomeOf(uint64_t slot, size_t mask) { return (slot >> 32) & mask; }
+
+}  // namespace
+
+uint32_t SubjectCounter::Find(std::string_view subject, uint64_t hash) const {
+  if (slots_.empty()) return kNone;
+  const size_t mask = slots_.size() - 1;
+  const uint64_t tag = hash << 32;
+  for (size_t i = hash & mask; slots_[i] != 0; i = (i + 1) & mask) {
+    if ((slots_[i] & ~uint64_t{UINT32_MAX}) != tag) continue;
+    const uint32_t e = EntryOf(slots_[i]);
+    if (entries_[e].activity.subject == subject) return e;
   }
-  b->second.tail = e;
+  return kNone;
 }
 
-void SubjectCounter::Unlink(Entry* e) {
-  Bucket& b = e->bucket->second;
-  (e->prev != nullptr ? e->prev->next : b.head) = e->next;
-  (e->next != nullptr ? e->next->prev : b.tail) = e->prev;
-  if (b.head == nullptr) buckets_.erase(e->bucket);
+void SubjectCounter::InsertSlot(uint32_t entry) {
+  if (entries_.size() * 2 > slots_.size()) GrowSlots();
+  const size_t mask = slots_.size() - 1;
+  const uint64_t slot = SlotOf(entries_[entry].hash, entry);
+  size_t i = HomeOf(slot, mask);
+  while (slots_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = slot;
+}
+
+void SubjectCounter::EraseSlot(uint32_t entry) {
+  const size_t mask = slots_.size() - 1;
+  const uint64_t slot = SlotOf(entries_[entry].hash, entry);
+  size_t i = HomeOf(slot, mask);
+  while (slots_[i] != slot) i = (i + 1) & mask;
+  // Backward shift: move up each later entry of the run that may sit in
+  // the hole (its home is not cyclically within (hole, its place]).
+  for (size_t j = (i + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
+    if (((j - HomeOf(slots_[j], mask)) & mask) >= ((j - i) & mask)) {
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i] = 0;
+}
+
+void SubjectCounter::GrowSlots() {
+  std::vector<uint64_t> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(16, old.size() * 2), 0);
+  const size_t mask = slots_.size() - 1;
+  for (uint64_t s : old) {
+    if (s == 0) continue;
+    size_t i = HomeOf(s, mask);
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+uint32_t SubjectCounter::NewBucket(int64_t rank, uint32_t lower,
+                                   uint32_t higher) {
+  uint32_t b = free_bucket_;
+  if (b != kNone) {
+    free_bucket_ = buckets_[b].higher;
+  } else {
+    b = static_cast<uint32_t>(buckets_.size());
+    buckets_.emplace_back();
+  }
+  buckets_[b] = Bucket{rank, kNone, kNone, lower, higher};
+  (lower != kNone ? buckets_[lower].higher : lowest_) = b;
+  (higher != kNone ? buckets_[higher].lower : highest_) = b;
+  return b;
+}
+
+void SubjectCounter::Append(uint32_t e, uint32_t b) {
+  Entry& entry = entries_[e];
+  Bucket& bucket = buckets_[b];
+  entry.bucket = b;
+  entry.next = kNone;
+  entry.prev = bucket.tail;
+  (bucket.tail != kNone ? entries_[bucket.tail].next : bucket.head) = e;
+  bucket.tail = e;
+}
+
+void SubjectCounter::Unlink(uint32_t e) {
+  Entry& entry = entries_[e];
+  const uint32_t b = entry.bucket;
+  Bucket& bucket = buckets_[b];
+  (entry.prev != kNone ? entries_[entry.prev].next : bucket.head) = entry.next;
+  (entry.next != kNone ? entries_[entry.next].prev : bucket.tail) = entry.prev;
+  entry.bucket = kNone;
+  if (bucket.head != kNone) return;
+  (bucket.lower != kNone ? buckets_[bucket.lower].higher : lowest_) =
+      bucket.higher;
+  (bucket.higher != kNone ? buckets_[bucket.higher].lower : highest_) =
+      bucket.lower;
+  bucket.higher = free_bucket_;
+  free_bucket_ = b;
 }
 
 void SubjectCounter::Record(const std::string& subject, bool granted,
                             int64_t tokens, int64_t usd_nano) {
-  auto it = by_subject_.find(subject);
-  if (it == by_subject_.end()) {
+  const uint64_t hash = scope_key_internal::HashBytes(subject);
+  uint32_t e = Find(subject, hash);
+  if (e == kNone) {
     int64_t inherited = 0;
-    if (by_subject_.size() >= capacity_) {
+    if (entries_.size() < capacity_) {
+      e = static_cast<uint32_t>(entries_.size());
+      entries_.emplace_back();
+    } else {
       // Full: the lowest rank makes room, and the newcomer inherits it (it
       // may have been as busy as that before it was seen).
-      Entry* gone = buckets_.begin()->second.head;
-      inherited = buckets_.begin()->first;
-      Unlink(gone);
-      by_subject_.erase(by_subject_.find(gone->activity.subject));
+      e = buckets_[lowest_].head;
+      inherited = buckets_[lowest_].rank;
+      Unlink(e);
+      EraseSlot(e);
     }
-    it = by_subject_.emplace(subject, Entry{}).first;
-    it->second.activity.subject = subject;
-    it->second.activity.uncounted_max = inherited;
-    Link(&it->second, inherited, buckets_.lower_bound(inherited));
+    Entry& entry = entries_[e];
+    entry.hash = hash;
+    SubjectActivity& fresh = entry.activity;
+    fresh.subject.assign(subject);  // into the evicted name's storage
+    fresh.grants = fresh.denials = fresh.tokens = fresh.usd_nano = 0;
+    fresh.uncounted_max = inherited;
+    InsertSlot(e);
+    // `inherited` is the lowest rank there is (or 0, below every other).
+    const uint32_t low = lowest_;
+    Append(e, low != kNone && buckets_[low].rank == inherited
+                  ? low
+                  : NewBucket(inherited, kNone, low));
   }
-  Entry& e = it->second;
-  SubjectActivity& a = e.activity;
+  Entry& entry = entries_[e];
+  SubjectActivity& a = entry.activity;
   if (granted) {
     a.grants = SaturatingAdd(a.grants, 1);
     a.tokens = SaturatingAdd(a.tokens, std::max<int64_t>(0, tokens));
@@ -59,21 +154,20 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
     a.denials = SaturatingAdd(a.denials, 1);
   }
   const int64_t rank = RankOf(a);
-  if (rank == e.bucket->first) return;  // saturated
-  // One up: the next bucket, or a new one just after this.
-  Buckets::iterator next = std::next(e.bucket);
-  if (e.bucket->second.head == &e && e.bucket->second.tail == &e &&
-      (next == buckets_.end() || next->first > rank)) {
-    // Alone in its bucket, and no bucket has the new rank: the bucket
-    // takes the new rank (its node moved, nothing allocated), staying in
-    // order between its neighbours.
-    auto node = buckets_.extract(e.bucket);
-    node.key() = rank;
-    e.bucket = buckets_.insert(next, std::move(node));
-    return;
+  const uint32_t b = entry.bucket;
+  if (rank == buckets_[b].rank) return;  // saturated
+  // One up: the next bucket (ranks go up by one, so the next bucket's rank
+  // is this one or higher), or a new one just after this.
+  const uint32_t up = buckets_[b].higher;
+  if (up != kNone && buckets_[up].rank == rank) {
+    Unlink(e);
+    Append(e, up);
+  } else if (buckets_[b].head == e && buckets_[b].tail == e) {
+    buckets_[b].rank = rank;  // alone: its bucket moves up in place
+  } else {
+    Unlink(e);  // `b` keeps its other entries
+    Append(e, NewBucket(rank, b, up));
   }
-  Unlink(&e);
-  Link(&e, rank, next);
 }
 
 std::vector<SubjectActivity> SubjectCounter::Top(
@@ -87,10 +181,12 @@ std::vector<SubjectActivity> SubjectCounter::Top(
   // query costs about `limit` steps, not the whole table.
   std::vector<const SubjectActivity*> best;  // a heap, least busy in front
   if (limit == 0) return {};
-  for (auto r = buckets_.rbegin(); r != buckets_.rend(); ++r) {
-    if (best.size() == limit && r->first < best.front()->activity()) break;
-    for (const Entry* e = r->second.head; e != nullptr; e = e->next) {
-      const SubjectActivity& a = e->activity;
+  for (uint32_t b = highest_; b != kNone; b = buckets_[b].lower) {
+    if (best.size() == limit && buckets_[b].rank < best.front()->activity()) {
+      break;
+    }
+    for (uint32_t e = buckets_[b].head; e != kNone; e = entries_[e].next) {
+      const SubjectActivity& a = entries_[e].activity;
       if (keep && !keep(a.subject)) continue;
       if (best.size() < limit) {
         best.push_back(&a);

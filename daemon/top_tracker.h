@@ -17,10 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,37 +55,55 @@ class SubjectCounter {
       size_t limit,
       const std::function<bool(const std::string&)>& keep = nullptr) const;
 
-  size_t size() const { return by_subject_.size(); }
+  size_t size() const { return entries_.size(); }
   size_t capacity() const { return capacity_; }
 
  private:
   // Space-saving's stream summary: subjects in buckets of equal rank, the
-  // buckets ordered by rank. A Record moves its subject one bucket up, next
-  // to where it was, so it costs one hash lookup and no string compares.
-  struct Entry;
-  struct Bucket {
-    Entry* head = nullptr;  // the longest in this bucket: evicted first
-    Entry* tail = nullptr;
-  };
-  using Buckets = std::map<int64_t, Bucket>;  // by rank, lowest first
+  // buckets in a list by rank. A Record moves its subject one bucket up,
+  // next to where it was, so it costs one hash probe and no string
+  // compares but the key's. Entries and buckets are pools addressed by
+  // index: a newcomer reuses the evicted entry (and its name's storage),
+  // so a stream of new subjects allocates nothing once the pools are full.
+  static constexpr uint32_t kNone = UINT32_MAX;
   struct Entry {
     SubjectActivity activity;
-    Buckets::iterator bucket;
-    Entry* prev = nullptr;
-    Entry* next = nullptr;
+    uint64_t hash = 0;
+    uint32_t bucket = kNone;
+    uint32_t prev = kNone;  // towards the bucket's head (evicted first)
+    uint32_t next = kNone;
+  };
+  struct Bucket {
+    int64_t rank = 0;
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+    uint32_t lower = kNone;   // the next lower rank's bucket
+    uint32_t higher = kNone;  // the next higher rank's bucket
   };
   static int64_t RankOf(const SubjectActivity& a) {
     return a.uncounted_max + a.activity();
   }
-  // Appends `e` to the bucket of `rank` (made when missing; `hint` is
-  // where it would go).
-  void Link(Entry* e, int64_t rank, Buckets::iterator hint);
-  // Takes `e` out of its bucket, dropping the bucket when it empties.
-  void Unlink(Entry* e);
+  // The entry holding `subject` (whose hash is `hash`), or kNone.
+  uint32_t Find(std::string_view subject, uint64_t hash) const;
+  // Index slots: open addressing, linear probing, at most half full; a
+  // slot holds part of an entry's hash and its index (0: empty).
+  void InsertSlot(uint32_t entry);
+  void EraseSlot(uint32_t entry);
+  void GrowSlots();
+  // A bucket of `rank` placed between `lower` and `higher` (either kNone).
+  uint32_t NewBucket(int64_t rank, uint32_t lower, uint32_t higher);
+  // Appends entry `e` to bucket `b`.
+  void Append(uint32_t e, uint32_t b);
+  // Takes entry `e` out of its bucket, freeing the bucket when it empties.
+  void Unlink(uint32_t e);
 
   size_t capacity_;
-  std::unordered_map<std::string, Entry> by_subject_;
-  Buckets buckets_;
+  std::vector<Entry> entries_;
+  std::vector<Bucket> buckets_;
+  uint32_t free_bucket_ = kNone;  // freed buckets, chained through `higher`
+  uint32_t lowest_ = kNone;
+  uint32_t highest_ = kNone;
+  std::vector<uint64_t> slots_;
 };
 
 enum class TopKind { kUser, kTask, kResource };
