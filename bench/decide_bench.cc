@@ -63,6 +63,11 @@ constexpr const char* kUsage = R"(usage: brake-decide-bench [flags]
                       Engine::Prefetch of the request kPrefetchAhead places
                       ahead, as the daemon does when the subjects outgrow
                       the caches (default both: a row each)
+  --stored WHEN       off, on or both: whether every subject is also noted
+                      as stored (in the engine's filter of stored scopes),
+                      as in a daemon restarted over its database, so that
+                      each acquire checks none must be loaded first
+                      (default off)
   -h, --help          this text
 )";
 
@@ -267,11 +272,21 @@ struct CaseResult {
 };
 
 CaseResult RunCase(const std::string& kind, int64_t subjects,
-                   int64_t iterations, bool prefetch) {
+                   int64_t iterations, bool prefetch, bool stored) {
   const bool deny = kind == "deny";
   std::unique_ptr<Bench> b =
       MakeBench(subjects, /*hierarchy=*/true, /*stingy_tasks=*/deny,
                 /*commit=*/deny);
+  if (stored) {  // as braked's restore does, after the subjects exist
+    AcquireRequest each;
+    b->engine.ExpectStored(static_cast<size_t>(subjects) + kUsers + 1);
+    b->engine.NoteStored("global");
+    for (int64_t i = 0; i < subjects; ++i) {
+      SetSubject(&each, i);
+      if (i < kUsers) b->engine.NoteStored("user:" + each.user);
+      b->engine.NoteStored("task:" + each.task);
+    }
+  }
   AcquireRequest req;
   req.dry_run = kind == "dry";
   std::vector<std::string> leases;
@@ -360,12 +375,25 @@ int Usage(const std::string& problem) {
   return 2;
 }
 
+// "off", "on" or "both": the settings to run (both: a row each).
+bool ParseWhen(const std::string& value, std::vector<bool>* out) {
+  if (value == "off" || value == "on") {
+    *out = {value == "on"};
+  } else if (value == "both") {
+    *out = {false, true};
+  } else {
+    return false;
+  }
+  return true;
+}
+
 int Main(int argc, char** argv) {
   int64_t iterations = 1'000'000;
   int64_t memory_subjects = 1'000'000;
   std::vector<int64_t> subject_counts{1, 1000, 1'000'000};
   std::vector<std::string> cases{"grant", "deny", "dry"};
   std::vector<bool> prefetches{false, true};
+  std::vector<bool> storeds{false};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -390,12 +418,8 @@ int Main(int argc, char** argv) {
         if (!ParseCount(item, 1, &n)) return Usage(arg + ": bad count " + item);
         subject_counts.push_back(n);
       }
-    } else if (arg == "--prefetch") {
-      if (value == "off" || value == "on") {
-        prefetches = {value == "on"};
-      } else if (value == "both") {
-        prefetches = {false, true};
-      } else {
+    } else if (arg == "--prefetch" || arg == "--stored") {
+      if (!ParseWhen(value, arg == "--stored" ? &storeds : &prefetches)) {
         return Usage(arg + " needs off, on or both");
       }
     } else if (arg == "--cases") {
@@ -430,26 +454,29 @@ int Main(int argc, char** argv) {
       "acquire + cancel);\nwall ns/dec is the same by steady_clock; "
       "housekeeping (drain + forget) is not counted in a decision\n\n",
       static_cast<long long>(iterations));
-  std::printf("%9s  %-5s  %3s  %11s  %7s  %10s  %9s  %10s  %11s  %9s\n",
-              "subjects", "case", "pf", "decisions/s", "ns/dec", "ns/acquire",
-              "ns/cancel", "ns/housek.", "wall ns/dec", "granted");
+  std::printf("%9s  %-5s  %3s  %3s  %11s  %7s  %10s  %9s  %10s  %11s  %9s\n",
+              "subjects", "case", "pf", "st", "decisions/s", "ns/dec",
+              "ns/acquire", "ns/cancel", "ns/housek.", "wall ns/dec",
+              "granted");
   for (int64_t subjects : subject_counts) {
     for (const std::string& kind : cases) {
       for (bool prefetch : prefetches) {
-        CaseResult r = RunCase(kind, subjects, iterations, prefetch);
-        const double d = static_cast<double>(r.decisions);
-        const double acquire = static_cast<double>(r.acquire_ns) / d;
-        const double cancel = static_cast<double>(r.cancel_ns) / d;
-        const double per = acquire + cancel;
-        std::printf(
-            "%9lld  %-5s  %3s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  "
-            "%11.0f  %9llu\n",
-            static_cast<long long>(subjects), kind.c_str(),
-            prefetch ? "on" : "off", 1e9 / per, per, acquire, cancel,
-            static_cast<double>(r.housekeeping_ns) / d,
-            static_cast<double>(r.wall_ns) / d,
-            static_cast<unsigned long long>(r.granted));
-        std::fflush(stdout);
+        for (bool stored : storeds) {
+          CaseResult r = RunCase(kind, subjects, iterations, prefetch, stored);
+          const double d = static_cast<double>(r.decisions);
+          const double acquire = static_cast<double>(r.acquire_ns) / d;
+          const double cancel = static_cast<double>(r.cancel_ns) / d;
+          const double per = acquire + cancel;
+          std::printf(
+              "%9lld  %-5s  %3s  %3s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  "
+              "%11.0f  %9llu\n",
+              static_cast<long long>(subjects), kind.c_str(),
+              prefetch ? "on" : "off", stored ? "on" : "off", 1e9 / per, per,
+              acquire, cancel, static_cast<double>(r.housekeeping_ns) / d,
+              static_cast<double>(r.wall_ns) / d,
+              static_cast<unsigned long long>(r.granted));
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -165,29 +165,35 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
   if (stored_.empty()) return out;  // nothing was ever stored or evicted
-  // The filter first: most subjects were never stored, and asking it needs
-  // no string built.
+  // Memory first (the decision reads the same entries next), then the
+  // filter: a subject in neither was never stored. No string is built
+  // unless one is missing.
+  auto find = [this](std::string_view prefix, std::string_view name) {
+    const auto* e = subjects_.find(ScopeRef{prefix, name});
+    return e != nullptr ? &e->second : nullptr;
+  };
   auto need = [&](std::string_view prefix, const std::string& name) {
-    if (!stored_.MaybeContains(prefix, name)) return;
-    std::string scope = std::string(prefix) + name;
-    if (subjects_.find(scope) == nullptr) {
-      out.push_back(std::move(scope));
+    if (stored_.MaybeContains(prefix, name)) {
+      out.push_back(std::string(prefix) + name);
     }
   };
-  need("user:", req.user);
-  need("task:", req.task);
-  if (!req.resource.empty()) need("resource:", req.resource);
+  if (find("user:", req.user) == nullptr) need("user:", req.user);
+  const Subject* task = find(kTaskPrefix, req.task);
+  if (task == nullptr) need(kTaskPrefix, req.task);
+  if (!req.resource.empty() && find("resource:", req.resource) == nullptr) {
+    need("resource:", req.resource);
+  }
   // The ancestors in memory, up to the first that is not.
-  const TaskInfo* known = FindTask(req.task);
-  const std::string* parent = known != nullptr ? &known->parent : &req.parent;
+  const std::string* parent =
+      task != nullptr && task->task ? &task->task->parent : &req.parent;
   for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
        ++depth) {
-    const TaskInfo* p = FindTask(*parent);
-    if (p == nullptr) {
-      need("task:", *parent);
+    const Subject* p = find(kTaskPrefix, *parent);
+    if (p == nullptr || !p->task) {
+      if (p == nullptr) need(kTaskPrefix, *parent);
       break;
     }
-    parent = &p->parent;
+    parent = &p->task->parent;
   }
   return out;
 }

@@ -24,13 +24,24 @@ uint64_t Finish(uint64_t h) { return scope_key_internal::Fmix64(h); }
 
 uint64_t Hash(std::string_view s) { return Finish(Fnv(kFnvBasis, s)); }
 
+// The four bits an entry of hash `h` sets in its block: nine bits of the
+// hash's top 36 each (the low 28 bits pick the block).
+template <typename F>
+void ForEachBit(uint64_t h, F&& f) {
+  for (int i = 0; i < 4; ++i) {
+    const unsigned bit = (h >> (28 + 9 * i)) & 511;
+    f(bit / 64, uint64_t{1} << (bit % 64));
+  }
+}
+
 }  // namespace
 
 ScopeFilter::Layer ScopeFilter::MakeLayer(uint64_t entries) {
   Layer layer;
-  const uint64_t bits = std::bit_ceil(entries * kBitsPerEntry);
-  layer.bits.assign(bits / 64, 0);
-  layer.mask = bits - 1;
+  const uint64_t bits =
+      std::bit_ceil(std::max<uint64_t>(512, entries * kBitsPerEntry));
+  layer.blocks.resize(bits / 512);
+  layer.mask = bits / 512 - 1;
   layer.capacity = bits / kBitsPerEntry;
   return layer;
 }
@@ -41,7 +52,7 @@ ScopeFilter::ScopeFilter(size_t expected) {
 
 size_t ScopeFilter::bytes() const {
   size_t total = 0;
-  for (const Layer& layer : layers_) total += layer.bits.size() * 8;
+  for (const Layer& layer : layers_) total += layer.blocks.size() * 64;
   return total;
 }
 
@@ -52,11 +63,8 @@ void ScopeFilter::Add(std::string_view scope) {
     layers_.push_back(MakeLayer(layers_.back().capacity * 2));
   }
   Layer& layer = layers_.back();
-  const uint64_t h1 = h, h2 = (h >> 32) | 1;
-  for (int i = 0; i < kHashes; ++i) {
-    const uint64_t bit = (h1 + i * h2) & layer.mask;
-    layer.bits[bit / 64] |= uint64_t{1} << (bit % 64);
-  }
+  Block& block = layer.blocks[h & layer.mask];
+  ForEachBit(h, [&](unsigned word, uint64_t bit) { block.words[word] |= bit; });
   ++layer.count;
 }
 
@@ -70,13 +78,12 @@ bool ScopeFilter::MaybeContains(std::string_view prefix,
 }
 
 bool ScopeFilter::Test(uint64_t h) const {
-  const uint64_t h1 = h, h2 = (h >> 32) | 1;
   for (const Layer& layer : layers_) {
+    const Block& block = layer.blocks[h & layer.mask];
     bool all = true;
-    for (int i = 0; i < kHashes && all; ++i) {
-      const uint64_t bit = (h1 + i * h2) & layer.mask;
-      all = (layer.bits[bit / 64] & (uint64_t{1} << (bit % 64))) != 0;
-    }
+    ForEachBit(h, [&](unsigned word, uint64_t bit) {
+      all &= (block.words[word] & bit) != 0;
+    });
     if (all) return true;
   }
   return false;

@@ -9,6 +9,11 @@
 // layer twice the size of the last once that one holds its capacity), so it
 // starts small and its error rate stays low however many subjects are
 // evicted. Entries are never removed. Pure.
+//
+// Blocked: an entry's bits all lie in one 64-byte block (one cache line),
+// so adding or testing a scope costs one memory access per layer, not one
+// per bit; at 16 bits per entry that raises false positives from about
+// 0.24% to 0.27%.
 #pragma once
 
 #include <cstddef>
@@ -16,12 +21,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/huge_page_allocator.h"
+
 namespace brake {
 
 class ScopeFilter {
  public:
   // Sized for `expected` entries (at least 4,096) at 16 bits each, false
-  // positives near 0.2% per layer.
+  // positives near 0.3% per layer.
   explicit ScopeFilter(size_t expected = 0);
 
   void Add(std::string_view scope);
@@ -33,11 +40,13 @@ class ScopeFilter {
   size_t layers() const { return layers_.size(); }
 
  private:
-  static constexpr int kHashes = 4;
   static constexpr uint64_t kBitsPerEntry = 16;
+  struct alignas(64) Block {
+    uint64_t words[8] = {};
+  };
   struct Layer {
-    std::vector<uint64_t> bits;
-    uint64_t mask = 0;      // bit count - 1 (a power of two)
+    std::vector<Block, HugePageAllocator<Block>> blocks;
+    uint64_t mask = 0;      // block count - 1 (a power of two)
     uint64_t capacity = 0;  // entries before the next layer starts
     uint64_t count = 0;
   };
