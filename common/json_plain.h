@@ -1,7 +1,7 @@
 // IsPlainJsonText: whether a string can go into a JSON string literal as it
 // is, and was one as it is: no byte below 0x20, no '"', no '\\', and only
 // ASCII (so it is valid UTF-8 without looking further). Eight bytes at a
-// time; the encoders and the request scanner copy such strings whole and
+// time, by fixed-size loads only; the encoders and the request scanner copy such strings whole and
 // leave the rest to their byte-by-byte paths.
 #pragma once
 
@@ -27,15 +27,28 @@ inline uint64_t Special(uint64_t w) {
 
 inline bool IsPlainJsonText(std::string_view s) {
   using json_plain_internal::Special;
+  auto load = [](const char* at, auto word) {
+    std::memcpy(&word, at, sizeof word);
+    return static_cast<uint64_t>(word);
+  };
   const char* p = s.data();
-  size_t n = s.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    if (Special(w) != 0) return false;
+  const size_t size = s.size();
+  if (size >= 8) {
+    for (size_t n = size; n > 8; p += 8, n -= 8) {
+      if (Special(load(p, uint64_t{})) != 0) return false;
+    }
+    // The last eight, overlapping: fixed-size loads, where copying the
+    // tail into a padded word was a variable-length copy (`rep movsb`)
+    // and a stalled load.
+    return Special(load(s.data() + size - 8, uint64_t{})) == 0;
   }
   uint64_t w = json_plain_internal::kOnes * 'a';  // plain padding
-  std::memcpy(&w, p, n);
+  if (size >= 4) {  // the first four and the last four, overlapping
+    w = load(p, uint32_t{}) << 32 | load(p + size - 4, uint32_t{});
+  } else if (size > 0) {  // every byte of 1 to 3, some twice
+    w = (w & ~uint64_t{0xffffff}) | load(p, uint8_t{}) |
+        load(p + size / 2, uint8_t{}) << 8 | load(p + size - 1, uint8_t{}) << 16;
+  }
   return Special(w) == 0;
 }
 
