@@ -148,6 +148,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
                        AcquireOutcome* out) {
   out->granted = false;
   out->lease.clear();
+  out->usd_nano = 0;
   out->denial.reason = Reason::kRateLimited;
   out->denial.scope.clear();
   out->denial.limit.clear();
@@ -310,6 +311,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   }
   ++mutations_;
   out->granted = true;
+  out->usd_nano = want.usd_nano;
   leases_.IdOf(lease, &out->lease);
   return Status::Ok();
 }

@@ -97,6 +97,7 @@ struct Remaining {
 struct AcquireOutcome {
   bool granted = false;
   std::string lease;  // when granted
+  int64_t usd_nano = 0;  // what the grant reserved (0 for a dry run)
   Denial denial;      // when not
   Remaining remaining;
   std::vector<std::string> shadow;  // "scope/limit" of shadow limits that denied

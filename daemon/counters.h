@@ -68,7 +68,7 @@ struct AcquireAnswer {
   const AcquireRequest* request = nullptr;
   bool granted = false;
   Reason reason = Reason::kRateLimited;  // when refused
-  const std::string* lease = nullptr;    // when granted
+  int64_t usd_nano = 0;  // what a grant reserved
   int64_t waited_us = -1;  // >= 0 for a waiting acquire (wait_ms > 0)
 };
 

@@ -34,21 +34,15 @@ Dispatcher::Dispatcher(Engine* engine, const Config* config, ServerStats* stats)
       top_(static_cast<size_t>(config->top_max_subjects)) {}
 
 void Dispatcher::CountAcquire(const AcquireAnswer& a) {
-  int64_t usd_nano = 0;
   if (a.granted) {
     ++counters_.acquires_granted;
-    if (a.lease != nullptr) {
-      if (const Lease* lease = engine_->FindLease(*a.lease)) {
-        usd_nano = lease->usd_nano;
-      }
-    }
   } else {
     ++counters_.acquires_denied[static_cast<size_t>(a.reason)];
   }
   if (a.waited_us >= 0) {
     counters_.waits.Observe(a.granted, a.reason, a.waited_us);
   }
-  if (a.request != nullptr) top_.Record(*a.request, a.granted, usd_nano);
+  if (a.request != nullptr) top_.Record(*a.request, a.granted, a.usd_nano);
 }
 
 std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {

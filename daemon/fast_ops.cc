@@ -157,7 +157,7 @@ bool FastOps::Acquire(Dispatcher& d, const Peer& peer, int64_t now_us,
     return true;
   }
   d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,
-                               &outcome->lease});
+                               outcome->usd_nano});
   if (!AppendAcquireLine(id, *outcome, out)) {
     nlohmann::json reply = nlohmann::json::object();
     FillAcquireReply(*outcome, 0, &reply);

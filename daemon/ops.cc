@@ -137,7 +137,7 @@ struct OpHandlers {
     auto outcome = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us);
     if (!outcome.ok()) return outcome.status();
     d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,
-                                 &outcome->lease});
+                                 outcome->usd_nano});
     if (outcome->granted && storage_down) ++d.counters_.fail_open_grants;
     FillAcquireReply(*outcome, 0, ctx.reply);
     return Status::Ok();

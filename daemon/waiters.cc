@@ -34,7 +34,7 @@ void Waiters::Acquire(ParkRequest park) {
     json reply = json::object();
     FillDenial(d, &reply);
     CountLimitHit();
-    Count(park.request, false, d.reason, nullptr, 0);
+    Count(park.request, false, d.reason, 0, 0);
     send_(park.conn, OkLine(park.id, std::move(reply)));
     return;
   }
@@ -79,7 +79,7 @@ void Waiters::Acquire(ParkRequest park) {
         mine.retry_at_us == kNever ? kNever : mine.retry_at_us - now;
     json reply = json::object();
     FillDenial(d, &reply);
-    Count(mine.request, false, d.reason, nullptr, now - mine.enqueued_us);
+    Count(mine.request, false, d.reason, 0, now - mine.enqueued_us);
     queue_.Remove(id);
     Answer(id, OkLine(mine.id, std::move(reply)));
   }
@@ -87,9 +87,9 @@ void Waiters::Acquire(ParkRequest park) {
 }
 
 void Waiters::Count(const AcquireRequest& request, bool granted, Reason reason,
-                    const std::string* lease, int64_t waited_us) {
+                    int64_t usd_nano, int64_t waited_us) {
   if (on_answer_) {
-    on_answer_(AcquireAnswer{&request, granted, reason, lease, waited_us});
+    on_answer_(AcquireAnswer{&request, granted, reason, usd_nano, waited_us});
   }
 }
 
@@ -157,7 +157,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
   if (outcome->granted) {
     json reply = json::object();
     FillAcquireReply(*outcome, (now_us - w.enqueued_us) / 1000, &reply);
-    Count(w.request, true, Reason::kRateLimited, &outcome->lease,
+    Count(w.request, true, Reason::kRateLimited, outcome->usd_nano,
           now_us - w.enqueued_us);
     Answer(id, OkLine(w.id, std::move(reply)));
     return true;
@@ -167,7 +167,7 @@ bool Waiters::Try(uint64_t id, int64_t now_us) {
       (d.retry_after_us == kNever && d.reason != Reason::kConcurrency)) {
     json reply = json::object();
     FillAcquireReply(*outcome, 0, &reply);
-    Count(w.request, false, d.reason, nullptr, now_us - w.enqueued_us);
+    Count(w.request, false, d.reason, 0, now_us - w.enqueued_us);
     Answer(id, OkLine(w.id, std::move(reply)));
     return true;
   }
@@ -223,7 +223,7 @@ void Waiters::Wake() {
     json reply = json::object();
     FillDenial(d, &reply);
     reply["waited_ms"] = (now - w.enqueued_us) / 1000;
-    Count(w.request, false, Reason::kTimeout, nullptr, now - w.enqueued_us);
+    Count(w.request, false, Reason::kTimeout, 0, now - w.enqueued_us);
     queue_.Remove(id);
     Answer(id, OkLine(w.id, std::move(reply)));
   }

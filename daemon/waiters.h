@@ -97,9 +97,9 @@ class Waiters {
   void Bind(Waiter& w, const Denial& d, int64_t now_us);
   // Refuses a new waiter now with `reason`; nullopt when it may park.
   std::optional<Reason> Admission(const Waiter& w, int64_t wait_ms);
-  // Reports an answer to on_answer_ (`lease` when granted).
+  // Reports an answer to on_answer_ (`usd_nano`: what a grant reserved).
   void Count(const AcquireRequest& request, bool granted, Reason reason,
-             const std::string* lease, int64_t waited_us);
+             int64_t usd_nano, int64_t waited_us);
   void CountLimitHit();
   void Unbind(const Waiter& w);
 

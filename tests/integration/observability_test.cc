@@ -57,6 +57,30 @@ TEST_CASE("top answers the busiest users and tasks since start",
   }
 }
 
+TEST_CASE("top counts the usd each grant reserved, on every path",
+          "[integration][top]") {
+  RunningDaemon d;
+  Client c = d.daemon.Connect();
+  CallOk(c, {{"op", "prices.set"},
+             {"model", "m1"},
+             {"input_usd_per_mtok", 1.0},
+             {"output_usd_per_mtok", 2.0}});
+  // 1,000 tokens at the higher of the two prices: $0.002 reserved each.
+  const json reserve = {{"model", "m1"}, {"tokens", 1000}};
+  AcquireLease(c, "alice", "t1", reserve);  // the fast path
+  json slow = reserve;
+  slow["dry_run"] = false;  // a field the fast path leaves to the other
+  AcquireLease(c, "alice", "t1", slow);
+  json waiting = reserve;
+  waiting["wait_ms"] = 5000;  // through the waiters, granted at once
+  AcquireLease(c, "alice", "t1", waiting);
+  const json rows = CallOk(c, {{"op", "top"}, {"by", "user"}})["rows"];
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["grants"] == 3);
+  CHECK(rows[0]["tokens"] == 3000);
+  CHECK(rows[0]["usd"].get<double>() == Approx(0.006));
+}
+
 TEST_CASE("brake_wait_seconds observes how long waiters waited",
           "[integration][metrics][waiting]") {
   RunningDaemon d;
