@@ -144,21 +144,17 @@ void EchoServer::Run(Worker* w) {
   };
   // Sends what is queued; false when the connection failed.
   auto flush = [&](Conn* c) {
-    while (!c->out.empty()) {
-      const ssize_t n = send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        c->out.Consume(static_cast<size_t>(n));
-      } else if (n < 0 && errno == EINTR) {
-        continue;
-      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    switch (SendQueued(c->fd, &c->out)) {
+      case SendResult::kSent:
+        break;
+      case SendResult::kWouldBlock:
         if (!c->paused) {
           c->paused = true;
           set_events(c, EPOLLOUT);
         }
         return true;
-      } else {
+      case SendResult::kFailed:
         return false;
-      }
     }
     if (c->paused) {
       c->paused = false;

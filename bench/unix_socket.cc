@@ -99,4 +99,21 @@ Result<int> ListenUnix(const std::string& path) {
   return fd;
 }
 
+SendResult SendQueued(int fd, ByteBuffer* out) {
+  while (!out->empty()) {
+    const ssize_t n = send(fd, out->data(), out->size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      out->Consume(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return SendResult::kWouldBlock;
+    } else {
+      if (n == 0) errno = EPIPE;
+      return SendResult::kFailed;
+    }
+  }
+  return SendResult::kSent;
+}
+
 }  // namespace brake::bench

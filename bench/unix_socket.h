@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "bench/byte_buffer.h"
 #include "common/status.h"
 
 namespace brake::bench {
@@ -25,5 +26,11 @@ Result<int> ListenUnix(const std::string& path);
 
 // Sets O_NONBLOCK. False on failure (errno set).
 bool SetNonBlocking(int fd);
+
+// Sends what `out` holds from the front, consuming what was sent, until it
+// is empty (kSent) or the socket would block (kWouldBlock); kFailed with
+// errno set otherwise (EPIPE when send() returned 0).
+enum class SendResult { kSent, kWouldBlock, kFailed };
+SendResult SendQueued(int fd, ByteBuffer* out);
 
 }  // namespace brake::bench
