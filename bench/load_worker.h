@@ -248,7 +248,8 @@ class Worker {
       c->out.Append(
           std::string_view(digits, static_cast<size_t>(end2 - digits)));
       c->out.Append(c->spread_tail);
-      const int64_t tasks = config_.tasks > 0 ? config_.tasks : config_.connections;
+      const int64_t tasks =
+          config_.tasks > 0 ? config_.tasks : config_.connections;
       c->next_task += config_.connections;
       if (c->next_task >= tasks) c->next_task = c->index % tasks;
     } else {

@@ -31,7 +31,8 @@ struct HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePage) {
-      return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+      return static_cast<T*>(
+          ::operator new(bytes, std::align_val_t{alignof(T)}));
     }
     const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
     void* p = std::aligned_alloc(kHugePage, rounded);

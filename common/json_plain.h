@@ -1,8 +1,8 @@
 // IsPlainJsonText: whether a string can go into a JSON string literal as it
 // is, and was one as it is: no byte below 0x20, no '"', no '\\', and only
 // ASCII (so it is valid UTF-8 without looking further). Eight bytes at a
-// time, by fixed-size loads only; the encoders and the request scanner copy such strings whole and
-// leave the rest to their byte-by-byte paths.
+// time, by fixed-size loads only; the encoders and the request scanner
+// copy such strings whole and leave the rest to their byte-by-byte paths.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +47,8 @@ inline bool IsPlainJsonText(std::string_view s) {
     w = load(p, uint32_t{}) << 32 | load(p + size - 4, uint32_t{});
   } else if (size > 0) {  // every byte of 1 to 3, some twice
     w = (w & ~uint64_t{0xffffff}) | load(p, uint8_t{}) |
-        load(p + size / 2, uint8_t{}) << 8 | load(p + size - 1, uint8_t{}) << 16;
+        load(p + size / 2, uint8_t{}) << 8 |
+        load(p + size - 1, uint8_t{}) << 16;
   }
   return Special(w) == 0;
 }
