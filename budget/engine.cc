@@ -1,5 +1,6 @@
 #include "budget/engine.h"
 #include "budget/engine_amount.h"
+#include "budget/token_bucket.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -26,6 +27,26 @@ Reason ReasonFor(const LimitSpec& spec, Verdict v) {
                  Algorithm::kTokenBucket
                  ? Reason::kCostCap
                  : Reason::kRateLimited;
+  }
+}
+
+// Limiter::Check and Charge, called directly (and inlined) for a token
+// bucket, the usual limit. `spec` is the limit `l` was made from: Resolve
+// makes a subject's limiter i one of its policy's limit i's algorithm.
+Decision CheckLimit(Limiter& l, const LimitSpec& spec, int64_t amount,
+                    int64_t now_us) {
+  if (spec.algorithm == Algorithm::kTokenBucket) {
+    return static_cast<TokenBucket&>(l).Check(amount, now_us);
+  }
+  return l.Check(amount, now_us);
+}
+
+void ChargeLimit(Limiter& l, const LimitSpec& spec, int64_t amount,
+                 int64_t now_us) {
+  if (spec.algorithm == Algorithm::kTokenBucket) {
+    static_cast<TokenBucket&>(l).Charge(amount, now_us);
+  } else {
+    l.Charge(amount, now_us);
   }
 }
 
@@ -149,11 +170,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   out->granted = false;
   out->lease.clear();
   out->usd_nano = 0;
-  out->denial.reason = Reason::kRateLimited;
-  out->denial.scope.clear();
-  out->denial.limit.clear();
-  out->denial.retry_after_us = kNever;
-  out->denial.cause.clear();
+  out->denial = Denial{};
   out->remaining = Remaining{};
   out->shadow.clear();
   if (!stored_.empty()) {  // else nothing was stored: nothing is missing
@@ -205,49 +222,52 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
       !s.ok()) {
     return s;
   }
-  std::vector<Applied>& applied = scratch_applied_;
-  applied.clear();
-  for (uint32_t n = 0; n < subjects.size(); ++n) {
-    const Resident& r = subjects[n];
-    Subject& subject = *r.subject;
-    if (subject.limits_gen != limits_gen_) Resolve(*r.scope, subject, now_us);
-    if (subject.policy == nullptr) continue;
-    const auto& limits = subject.policy->limits;
-    for (size_t i = 0; i < limits.size(); ++i) {
-      applied.push_back(
-          Applied{r.scope, &limits[i], subject.limiters[i].get(), n});
-    }
-  }
-
-  // The binding denial: a request is granted only when every limit admits,
-  // so it is the one that frees last; "never" binds hardest.
-  const Applied* worst = nullptr;
+  // Every limit of every subject is checked in place (the subject's policy
+  // and its limiters side by side, in the policy's order); a grant walks
+  // them again to charge. The binding denial: a request is granted only
+  // when every limit admits, so it is the one that frees last; "never"
+  // binds hardest.
+  const Resident* worst = nullptr;
+  const LimitSpec* worst_spec = nullptr;
   Decision worst_decision;
+  size_t limit_count = 0;
   auto rank = [](const Decision& d) {
     return d.verdict == Verdict::kTooLarge || d.retry_after_us == kNever
                ? INT64_MAX
                : d.retry_after_us;
   };
-  for (const Applied& a : applied) {
-    Decision d = a.limiter->Check(AmountFor(a.spec->resource, want), now_us);
-    if (d.verdict == Verdict::kAdmit) continue;
-    if (a.spec->shadow) {
-      out->shadow.push_back(*a.scope + "/" + a.spec->name);
-      continue;
+  for (const Resident& r : subjects) {
+    Subject& subject = *r.subject;
+    if (subject.limits_gen != limits_gen_) Resolve(*r.scope, subject, now_us);
+    if (subject.policy == nullptr) continue;
+    const LimitSpec* spec = subject.policy->limits.data();
+    const size_t count = subject.policy->limits.size();
+    const LimiterList::Ptr* limiter = subject.limiters.data();
+    limit_count += count;
+    for (size_t i = 0; i < count; ++i) {
+      Decision d = CheckLimit(*limiter[i], spec[i],
+                              AmountFor(spec[i].resource, want), now_us);
+      if (d.verdict == Verdict::kAdmit) [[likely]] continue;
+      if (spec[i].shadow) {
+        out->shadow.push_back(*r.scope + "/" + spec[i].name);
+        continue;
+      }
+      if (worst == nullptr || d.verdict == Verdict::kTooLarge ||
+          rank(d) > rank(worst_decision)) {
+        worst = &r;
+        worst_spec = &spec[i];
+        worst_decision = d;
+      }
+      if (d.verdict == Verdict::kTooLarge) break;  // nothing binds harder
     }
-    if (worst == nullptr || d.verdict == Verdict::kTooLarge ||
-        rank(d) > rank(worst_decision)) {
-      worst = &a;
-      worst_decision = d;
-    }
-    if (d.verdict == Verdict::kTooLarge) break;  // nothing binds harder
+    if (worst_decision.verdict == Verdict::kTooLarge) break;
   }
   if (worst != nullptr) {
     const bool too_large = worst_decision.verdict == Verdict::kTooLarge;
     Denial& denial = out->denial;
-    denial.reason = ReasonFor(*worst->spec, worst_decision.verdict);
+    denial.reason = ReasonFor(*worst_spec, worst_decision.verdict);
     denial.scope = *worst->scope;
-    denial.limit = worst->spec->name;
+    denial.limit = worst_spec->name;
     denial.retry_after_us = too_large ? kNever : worst_decision.retry_after_us;
     return Status::Ok();
   }
@@ -279,24 +299,30 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     lease.scopes[i] = subjects[i].scope;
   }
   lease.reserved = static_cast<uint32_t>(subjects.size());
-  lease.charges.resize(applied.size());
-  for (size_t i = 0; i < applied.size(); ++i) {
-    Applied& a = applied[i];
-    int64_t amount = AmountFor(a.spec->resource, want);
-    a.limiter->Charge(amount, now_us);
-    LeaseCharge& charge = lease.charges[i];
-    charge.scope = a.subject;
-    charge.limit = a.spec->name;
-    charge.resource = a.spec->resource;
-    charge.amount = amount;
-    charge.limiter = a.limiter;
-    std::optional<int64_t>* slot =
-        a.spec->resource == Resource::kRequests ? &out->remaining.requests
-        : a.spec->resource == Resource::kTokens ? &out->remaining.tokens
-                                                : &out->remaining.usd_nano;
-    if (a.spec->shadow) continue;
-    int64_t remaining = a.limiter->Remaining(now_us);
-    if (!*slot || remaining < **slot) *slot = remaining;
+  lease.charges.resize(limit_count);
+  LeaseCharge* charge = lease.charges.data();
+  for (uint32_t n = 0; n < subjects.size(); ++n) {
+    const Subject& subject = *subjects[n].subject;
+    if (subject.policy == nullptr) continue;
+    const LimitSpec* spec = subject.policy->limits.data();
+    const size_t count = subject.policy->limits.size();
+    for (size_t i = 0; i < count; ++i, ++charge) {
+      Limiter* limiter = subject.limiters[static_cast<uint32_t>(i)].get();
+      int64_t amount = AmountFor(spec[i].resource, want);
+      ChargeLimit(*limiter, spec[i], amount, now_us);
+      charge->scope = n;
+      charge->limit = spec[i].name;
+      charge->resource = spec[i].resource;
+      charge->amount = amount;
+      charge->limiter = limiter;
+      if (spec[i].shadow) continue;
+      std::optional<int64_t>* slot =
+          spec[i].resource == Resource::kRequests ? &out->remaining.requests
+          : spec[i].resource == Resource::kTokens ? &out->remaining.tokens
+                                                  : &out->remaining.usd_nano;
+      int64_t remaining = limiter->Remaining(now_us);
+      if (!*slot || remaining < **slot) *slot = remaining;
+    }
   }
   for (const Resident& r : subjects) {
     ++r.subject->leases;

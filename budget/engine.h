@@ -78,12 +78,36 @@ struct AcquireRequest {
   bool dry_run = false;
 };
 
+// Why an acquire was refused. Its strings are views, not copies (a denial
+// is answered at once, and copying them was an eighth of a decision): the
+// engine's point at its own subject scope and limit name, valid until the
+// engine next changes (a policy set, a subject leaving memory). A denial
+// kept longer is held as a HeldDenial.
 struct Denial {
   Reason reason = Reason::kRateLimited;
-  std::string scope;  // concrete scope, e.g. "user:alice"
-  std::string limit;  // limit name
+  std::string_view scope;  // concrete scope, e.g. "user:alice"
+  std::string_view limit;  // limit name
   int64_t retry_after_us = kNever;
-  std::string cause;  // breaker_open: loop, slow_calls, errors, ...
+  std::string_view cause;  // breaker_open: loop, slow_calls, errors, ...
+};
+
+// A Denial that owns its strings.
+struct HeldDenial {
+  HeldDenial() = default;
+  explicit HeldDenial(const Denial& d)
+      : reason(d.reason),
+        scope(d.scope),
+        limit(d.limit),
+        retry_after_us(d.retry_after_us),
+        cause(d.cause) {}
+  // A view of this one, valid while it is neither changed nor gone.
+  Denial view() const { return {reason, scope, limit, retry_after_us, cause}; }
+
+  Reason reason = Reason::kRateLimited;
+  std::string scope;
+  std::string limit;
+  int64_t retry_after_us = kNever;
+  std::string cause;
 };
 
 // What is left under the tightest limit of each resource (absent when no
@@ -166,8 +190,9 @@ class Engine {
 
   // Checks every applicable limit and charges all of them, or none. Errors:
   // kForbidden (the task belongs to another user, or the parent does),
-  // kBadRequest (an unknown model, a bad parent). A refusal is not an error.
-  // `out` is reset first; reusing one keeps its strings' capacity.
+  // kBadRequest (an unknown model, a bad parent). A refusal is not an error;
+  // its Denial's views are valid until the engine next changes. `out` is
+  // reset first; reusing one keeps its strings' capacity.
   Status Acquire(const AcquireRequest& request, int64_t now_us,
                  AcquireOutcome* out);
   Result<AcquireOutcome> Acquire(const AcquireRequest& request,
@@ -340,7 +365,6 @@ class Engine {
     const std::string* scope;  // a map key, or into CollectLimits' scopes
     const LimitSpec* spec;
     Limiter* limiter;  // nullptr when not yet instantiated
-    uint32_t subject = 0;  // an acquire's: the index of its subject
   };
 
   // The policy that governs a concrete subject scope: its own, else the
@@ -442,7 +466,6 @@ class Engine {
   // task of the request announced kPrefetchAhead calls ago.
   Resident AnnouncedTask(std::string_view name);
   std::vector<Resident> scratch_subjects_;
-  std::vector<Applied> scratch_applied_;
 
   std::map<std::string, Policy> policies_;
   const Policy* default_user_ = nullptr;  // policies_["user:*"], stable

@@ -20,30 +20,27 @@ TokenBucket::TokenBucket(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)),
       empty_at_us_(0),
       burst_cost_us_(0),
-      unit_cost_us_(0) {
+      unit_cost_us_(0),
+      burst_(0),
+      usable_(false),
+      pay_later_(false) {
   SpecChanged();
   Reset(now_us);
 }
 
-int64_t TokenBucket::Burst() const {
-  return spec_->burst > 0 ? spec_->burst : std::max<int64_t>(spec_->rate, 0);
-}
-
 void TokenBucket::SpecChanged() {
+  burst_ = spec_->burst > 0 ? spec_->burst : std::max<int64_t>(spec_->rate, 0);
+  usable_ = spec_->rate > 0 && spec_->per_ms > 0;
+  pay_later_ = spec_->pay_later;
   unit_cost_us_ =
       Usable() ? MulDivCeil(1, MsToUs(spec_->per_ms), spec_->rate) : kMax;
   burst_cost_us_ = CostUs(Burst());
 }
 
-int64_t TokenBucket::CostUs(int64_t amount) const {
-  if (amount == 1) return unit_cost_us_;
+int64_t TokenBucket::CostUsOf(int64_t amount) const {
   if (amount <= 0) return 0;
   if (!Usable()) return kMax;
   return MulDivCeil(amount, MsToUs(spec_->per_ms), spec_->rate);
-}
-
-int64_t TokenBucket::ClampedEmptyAt(int64_t now_us) const {
-  return std::max(empty_at_us_, SatSub(now_us, burst_cost_us_));
 }
 
 int64_t TokenBucket::StoredPermits(int64_t now_us) const {
@@ -51,28 +48,6 @@ int64_t TokenBucket::StoredPermits(int64_t now_us) const {
   int64_t elapsed = SatSub(now_us, ClampedEmptyAt(now_us));
   int64_t stored = MulDivFloor(elapsed, spec_->rate, MsToUs(spec_->per_ms));
   return std::min(stored, Burst());
-}
-
-Decision TokenBucket::Check(int64_t amount, int64_t now_us) {
-  if (amount <= 0) return {};
-  if (!Usable()) return {Verdict::kTooLarge, 0};
-  int64_t base = ClampedEmptyAt(now_us);
-  if (spec_->pay_later) {
-    // Guava's acquire: granted once earlier debt is paid, whatever the size.
-    if (now_us >= base) return {};
-    return {Verdict::kDeny, Until(base, now_us)};
-  }
-  if (amount > Burst()) return {Verdict::kTooLarge, 0};
-  // Stored >= amount, expressed in time so that retry_after is exact: the
-  // clamp cannot move `base` while we wait, since amount <= burst.
-  int64_t ready_at = SatAdd(base, CostUs(amount));
-  if (now_us >= ready_at) return {};
-  return {Verdict::kDeny, Until(ready_at, now_us)};
-}
-
-void TokenBucket::Charge(int64_t amount, int64_t now_us) {
-  if (amount <= 0) return;
-  empty_at_us_ = SatAdd(ClampedEmptyAt(now_us), CostUs(amount));
 }
 
 void TokenBucket::Settle(int64_t delta, int64_t /*charged_at_us*/,

@@ -13,9 +13,11 @@
 // Loop thread only; owns nothing but its state.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "budget/int_math.h"
 #include "budget/limiter.h"
 
 namespace brake {
@@ -38,22 +40,57 @@ class TokenBucket final : public Limiter {
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   // The effective cap on stored permits (`burst`, or `rate` when 0).
-  int64_t Burst() const;
+  int64_t Burst() const { return burst_; }
   // Whole permits stored at `now_us`; negative while in debt.
   int64_t StoredPermits(int64_t now_us) const;
   // Microseconds it takes to refill `amount` permits, rounded up.
-  int64_t CostUs(int64_t amount) const;
+  int64_t CostUs(int64_t amount) const {
+    return amount == 1 ? unit_cost_us_ : CostUsOf(amount);
+  }
 
  private:
-  bool Usable() const { return spec_->rate > 0 && spec_->per_ms > 0; }
+  bool Usable() const { return usable_; }
   // empty_at_us_ clamped so that the bucket holds at most `burst`.
-  int64_t ClampedEmptyAt(int64_t now_us) const;
+  int64_t ClampedEmptyAt(int64_t now_us) const {
+    return std::max(empty_at_us_, budget_math::SatSub(now_us, burst_cost_us_));
+  }
+  // CostUs of any amount but 1, with a division.
+  int64_t CostUsOf(int64_t amount) const;
   void SpecChanged() override;
 
   int64_t empty_at_us_;
+  // Figures of the spec, kept here so that a check reads one object: they
+  // change only in SpecChanged.
   int64_t burst_cost_us_;  // CostUs(Burst()), asked on every call
   // CostUs(1): a request's cost, the usual amount, without a division.
   int64_t unit_cost_us_;
+  int64_t burst_;    // Burst()
+  bool usable_;      // rate > 0 and per_ms > 0
+  bool pay_later_;
 };
+
+// Inline: the engine calls it directly (TokenBucket is final) for the
+// usual limit of a decision.
+inline Decision TokenBucket::Check(int64_t amount, int64_t now_us) {
+  if (amount <= 0) return {};
+  if (!Usable()) return {Verdict::kTooLarge, 0};
+  int64_t base = ClampedEmptyAt(now_us);
+  if (pay_later_) {
+    // Guava's acquire: granted once earlier debt is paid, whatever the size.
+    if (now_us >= base) return {};
+    return {Verdict::kDeny, budget_math::Until(base, now_us)};
+  }
+  if (amount > burst_) return {Verdict::kTooLarge, 0};
+  // Stored >= amount, expressed in time so that retry_after is exact: the
+  // clamp cannot move `base` while we wait, since amount <= burst.
+  int64_t ready_at = budget_math::SatAdd(base, CostUs(amount));
+  if (now_us >= ready_at) return {};
+  return {Verdict::kDeny, budget_math::Until(ready_at, now_us)};
+}
+
+inline void TokenBucket::Charge(int64_t amount, int64_t now_us) {
+  if (amount <= 0) return;
+  empty_at_us_ = budget_math::SatAdd(ClampedEmptyAt(now_us), CostUs(amount));
+}
 
 }  // namespace brake

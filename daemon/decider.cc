@@ -134,11 +134,14 @@ Status Decider::Acquire(const AcquireRequest& request, uint64_t conn,
       *out = AcquireOutcome{};
       // Half-open with every probe slot taken: when it frees is unknown,
       // but it is not "never"; suggest one open period.
-      out->denial = Denial{Reason::kBreakerOpen, scope, "breaker",
+      // The scope as the breaker's key: the denial's views outlive
+      // `scopes`.
+      out->denial = Denial{Reason::kBreakerOpen, breakers_.find(scope)->first,
+                           "breaker",
                            a.retry_after_us == breaker::kNever
                                ? b->spec().open_ms * 1000
                                : a.retry_after_us,
-                           std::string(breaker::CauseName(a.cause))};
+                           breaker::CauseName(a.cause)};
       return Status::Ok();
     }
     asked.push_back({scope, b, a.probe});

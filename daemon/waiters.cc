@@ -30,7 +30,8 @@ void Waiters::Acquire(ParkRequest park) {
   const std::string& user = park.request.user;
   if (auto n = user_count_.find(user);
       n != user_count_.end() && n->second >= max_per_scope_) {
-    Denial d{Reason::kQueueFull, "user:" + user, "", kNever, ""};
+    const std::string scope = "user:" + user;
+    Denial d{Reason::kQueueFull, scope, "", kNever, ""};
     json reply = json::object();
     FillDenial(d, &reply);
     CountLimitHit();
@@ -73,7 +74,7 @@ void Waiters::Acquire(ParkRequest park) {
     }
   }
   if (std::optional<Reason> refuse = Admission(mine, park.wait_ms)) {
-    Denial d = mine.last;
+    Denial d = mine.last.view();
     d.reason = *refuse;
     d.retry_after_us =
         mine.retry_at_us == kNever ? kNever : mine.retry_at_us - now;
@@ -102,7 +103,7 @@ std::optional<Reason> Waiters::Admission(const Waiter& w, int64_t wait_ms) {
   int64_t ahead = n == bound_count_.end() ? 0 : n->second - 1;  // not itself
   int64_t retry = w.retry_at_us == kNever ? kNever
                                           : w.retry_at_us - w.enqueued_us;
-  const Denial& d = w.last;
+  const HeldDenial& d = w.last;
   const LimitSpec* spec = engine_->FindLimit(d.scope, d.limit);
   if (spec != nullptr && spec->algorithm == Algorithm::kLeakyBucket) {
     // Its slot on the bucket's schedule lies behind everyone ahead of it.
@@ -118,7 +119,9 @@ std::optional<Reason> Waiters::Admission(const Waiter& w, int64_t wait_ms) {
   return std::nullopt;
 }
 
-void Waiters::Bind(Waiter& w, const Denial& d, int64_t now_us) {
+void Waiters::Bind(Waiter& w, const Denial& why, int64_t now_us) {
+  w.last = HeldDenial(why);
+  const HeldDenial& d = w.last;
   if (w.bound_key.empty()) {
     const LimitSpec* spec = engine_->FindLimit(d.scope, d.limit);
     w.bound_key = spec != nullptr && spec->algorithm == Algorithm::kLeakyBucket
@@ -126,7 +129,6 @@ void Waiters::Bind(Waiter& w, const Denial& d, int64_t now_us) {
                       : d.scope;
     ++bound_count_[w.bound_key];
   }
-  w.last = d;
   w.retry_at_us =
       d.retry_after_us == kNever ? kNever : now_us + d.retry_after_us;
 }
@@ -216,7 +218,7 @@ void Waiters::Wake() {
   }
   for (uint64_t id : expired) {
     Waiter& w = waiters_.at(id);
-    Denial d = w.last;
+    Denial d = w.last.view();
     d.reason = Reason::kTimeout;
     d.retry_after_us =
         w.retry_at_us == kNever ? kNever : std::max<int64_t>(0, w.retry_at_us - now);

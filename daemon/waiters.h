@@ -82,7 +82,7 @@ class Waiters {
     int64_t enqueued_us = 0;
     int64_t deadline_us = 0;
     int64_t retry_at_us = 0;  // kNever: only a release can help
-    Denial last;              // why it waits
+    HeldDenial last;          // why it waits
     std::string bound_key;    // scope (or scope/limit of a leaky bucket)
     uint64_t tried_epoch = 0;  // engine settlements at the last refusal
   };

@@ -130,10 +130,11 @@ inline std::string Grant(Engine& e, const AcquireRequest& r, int64_t now_us) {
   return out.lease;
 }
 
-inline Denial Deny(Engine& e, const AcquireRequest& r, int64_t now_us) {
+// A copy: the denial's views last only until the engine next changes.
+inline HeldDenial Deny(Engine& e, const AcquireRequest& r, int64_t now_us) {
   AcquireOutcome out = Acquire(e, r, now_us);
   REQUIRE_FALSE(out.granted);
-  return out.denial;
+  return HeldDenial(out.denial);
 }
 
 inline Settlement Commit(Engine& e, const std::string& lease,

@@ -26,7 +26,7 @@ TEST_CASE("engine limiters: a limit dropped and set again keeps its count",
   e.SetPolicy("task:*", MakePolicy({QuotaSpec("a", Resource::kRequests, 2)}));
   CHECK(UsageOf(e, "task:t1", "task:t1", "a", kT0 + 3).used == 1);
   Grant(e, Req("alice", "t1"), kT0 + 4);
-  Denial d = Deny(e, Req("alice", "t1"), kT0 + 5);
+  HeldDenial d = Deny(e, Req("alice", "t1"), kT0 + 5);
   CHECK(d.scope == "task:t1");
   CHECK(d.limit == "a");
 }

@@ -34,7 +34,8 @@ std::string Describe(const Result<AcquireOutcome>& r) {
   std::string s = o.granted ? "granted " + o.lease : "denied";
   if (!o.granted) {
     s += " " + std::string(ReasonName(o.denial.reason)) + " " +
-         o.denial.scope + "/" + o.denial.limit + " " +
+         std::string(o.denial.scope) + "/" + std::string(o.denial.limit) +
+         " " +
          std::to_string(o.denial.retry_after_us);
   }
   for (const auto* rem : {&o.remaining.requests, &o.remaining.tokens}) {

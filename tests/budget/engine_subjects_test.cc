@@ -186,7 +186,7 @@ TEST_CASE("engine residency: an evicted ancestor is loaded before a child "
         std::vector<std::string>{"user:alice", "task:root"});
   e.RestoreSubjects(store.Load(e.MissingFor(child)), later);
   // The parent's quota (80 of 100 spent) covers the child.
-  Denial d = Deny(e, child, later);
+  HeldDenial d = Deny(e, child, later);
   CHECK(d.scope == "task:root");
   Grant(e, WithParent(Req("alice", "child", 20), "root"), later);
 }

@@ -31,7 +31,7 @@ TEST_CASE("engine: a denial charges nothing anywhere", "[engine]") {
               MakePolicy({QuotaSpec("t_tokens", Resource::kTokens, 1000)}));
 
   Grant(e, Req("alice", "t1", 800), kT0);
-  Denial d = Deny(e, Req("alice", "t1", 800), kT0);
+  HeldDenial d = Deny(e, Req("alice", "t1", 800), kT0);
   CHECK(d.reason == Reason::kQuotaExhausted);
   CHECK(d.scope == "task:t1");
   CHECK(d.limit == "t_tokens");
@@ -45,7 +45,7 @@ TEST_CASE("engine: a denial charges nothing anywhere", "[engine]") {
 
   // Exactly what is left at the user level still fits: the denial took none.
   Grant(e, Req("alice", "t2", 9200), kT0);
-  Denial full = Deny(e, Req("alice", "t3", 1), kT0);
+  HeldDenial full = Deny(e, Req("alice", "t3", 1), kT0);
   CHECK(full.scope == "user:alice");
   CHECK(e.open_leases() == 2);
 }
@@ -57,7 +57,7 @@ TEST_CASE("engine: defaults apply per concrete subject", "[engine]") {
 
   SECTION("user:* gives every user a bucket of their own") {
     Grant(e, Req("alice", "a1"), kT0);
-    Denial d = Deny(e, Req("alice", "a2"), kT0);
+    HeldDenial d = Deny(e, Req("alice", "a2"), kT0);
     CHECK(d.scope == "user:alice");
     CHECK(d.limit == "daily");
     Grant(e, Req("bob", "b1"), kT0);
@@ -81,7 +81,7 @@ TEST_CASE("engine: defaults apply per concrete subject", "[engine]") {
     e.SetPolicy("resource:*", MakePolicy({WindowSpec("rpm", 1, 60'000)}));
     e.SetPolicy("user:*", MakePolicy({}));
     Grant(e, WithResource(Req("alice", "t1"), "db"), kT0);
-    Denial d = Deny(e, WithResource(Req("alice", "t1"), "api"), kT0);
+    HeldDenial d = Deny(e, WithResource(Req("alice", "t1"), "api"), kT0);
     CHECK(d.scope == "task:t1");
     CHECK(d.reason == Reason::kConcurrency);
     CHECK(d.retry_after_us == kNever);
@@ -112,7 +112,7 @@ TEST_CASE("engine: parent chains", "[engine]") {
 
   SECTION("ancestor limits apply and spend rolls up") {
     std::string l1 = Grant(e, WithParent(Req("alice", "child", 600), "root"), kT0);
-    Denial d = Deny(e, WithParent(Req("alice", "child2", 400), "root"), kT0);
+    HeldDenial d = Deny(e, WithParent(Req("alice", "child2", 400), "root"), kT0);
     CHECK(d.scope == "task:root");
     CHECK(d.reason == Reason::kQuotaExhausted);
     CHECK(d.retry_after_us == kNever);  // a total quota never resets
@@ -180,7 +180,7 @@ TEST_CASE("engine: a denial names the binding limit", "[engine]") {
   Grant(e, Req("alice", "t1"), kT0);
 
   SECTION("the one that frees last") {
-    Denial d = Deny(e, Req("alice", "t1"), kT0);
+    HeldDenial d = Deny(e, Req("alice", "t1"), kT0);
     CHECK(d.reason == Reason::kRateLimited);
     CHECK(d.scope == "user:alice");
     CHECK(d.limit == "u");
@@ -197,7 +197,7 @@ TEST_CASE("engine: a denial names the binding limit", "[engine]") {
     // global/all is exhausted forever (retry never) and listed first.
     const int64_t later = kT0 + 10 * kSecondUs;
     Grant(e, Req("alice", "t1"), later);
-    Denial d = Deny(e, WithResource(Req("alice", "t1", 200), "db"), later);
+    HeldDenial d = Deny(e, WithResource(Req("alice", "t1", 200), "db"), later);
     CHECK(d.reason == Reason::kTooLarge);
     CHECK(d.scope == "resource:db");
     CHECK(d.limit == "tok");
@@ -252,7 +252,7 @@ TEST_CASE("engine: commit refunds or charges extra", "[engine]") {
     LimitUsage u = UsageOf(e, "user:alice", "user:alice", "tok", kT0 + 1);
     CHECK(u.used == 1500);
     CHECK(u.remaining == -500);
-    Denial d = Deny(e, Req("alice", "t1", 0), kT0 + 2);
+    HeldDenial d = Deny(e, Req("alice", "t1", 0), kT0 + 2);
     CHECK(d.reason == Reason::kQuotaExhausted);
     CHECK(e.Report("user:alice", kT0 + 1).spend.tokens == 1500);
   }
@@ -284,7 +284,7 @@ TEST_CASE("engine: prices, estimates and cost caps", "[engine]") {
   std::string l1 = Grant(e, WithModel(Req("alice", "t1", 2000), "m"), kT0);
   CHECK(e.Report("user:alice", kT0).reserved.usd_nano == 8'000'000);
 
-  Denial d = Deny(e, WithModel(Req("alice", "t1", 1000), "m"), kT0);
+  HeldDenial d = Deny(e, WithModel(Req("alice", "t1", 1000), "m"), kT0);
   CHECK(d.reason == Reason::kCostCap);
   CHECK(d.scope == "user:alice");
   CHECK(d.retry_after_us == 14 * kUsPerHour);
@@ -638,7 +638,7 @@ TEST_CASE("engine: Drain then restore gives the same decisions", "[engine]") {
   CHECK(stolen.status().code() == ErrorCode::kForbidden);
   // The restored open lease still holds the task's concurrency slot...
   for (Engine* e : {&a, &fresh}) {
-    Denial d = Deny(*e, Req("alice", "child"), now);
+    HeldDenial d = Deny(*e, Req("alice", "child"), now);
     CHECK(d.reason == Reason::kConcurrency);
     CHECK(d.scope == "task:child");
   }
@@ -710,7 +710,7 @@ TEST_CASE("engine: concurrency counts open leases", "[engine]") {
   std::string l1 = Grant(e, Req("alice", "t"), kT0);
   std::string l2 = Grant(e, Req("alice", "t"), kT0);
   CHECK(UsageOf(e, "task:t", "task:t", "inflight", kT0).used == 2);
-  Denial d = Deny(e, Req("alice", "t"), kT0);
+  HeldDenial d = Deny(e, Req("alice", "t"), kT0);
   CHECK(d.reason == Reason::kConcurrency);
   CHECK(d.limit == "inflight");
   CHECK(d.retry_after_us == kNever);
@@ -768,7 +768,7 @@ TEST_CASE("engine: every limit of a long policy is checked and charged",
   }
   e.SetPolicy("user:*", MakePolicy(limits));
   for (int n = 0; n < 5; ++n) Grant(e, Req("alice", "t1"), kT0);
-  Denial d = Deny(e, Req("alice", "t1"), kT0);
+  HeldDenial d = Deny(e, Req("alice", "t1"), kT0);
   CHECK(d.limit == "q5");
   for (int i = 1; i <= 5; ++i) {
     INFO(i);
