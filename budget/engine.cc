@@ -183,7 +183,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   const TaskInfo* task =
       known.subject != nullptr ? &*known.subject->task : nullptr;
   const bool new_task = task == nullptr;
-  if (!new_task && task->user != req.user) {
+  if (!new_task && !scope_key_internal::Same(task->user, req.user)) {
     return Status(ErrorCode::kForbidden,
                   "task: " + req.task + " belongs to another user");
   }

@@ -348,16 +348,19 @@ class Engine {
     // has (kept while in memory: a limit set again keeps its counters).
     // They leave memory with the subject.
     LimiterList limiters;
+    // A task subject's record (the hot path reads it with the subject, so
+    // it is not a map of its own); empty for other subjects, and for a
+    // task never granted.
+    std::optional<TaskInfo> task;
+    // What a denial or a dry run reads ends here: with the entry's scope,
+    // the first three cache lines of a ScopeTable entry (Prefetch).
+    //
     // Listed in dirty_spend_ / dirty_limiters_ / dirty_tasks_ (then not
     // evictable): its spend / some limiter / its task record changed since
     // the last Drain.
     bool spend_unsaved = false;
     bool limiters_unsaved = false;
     bool task_unsaved = false;
-    // A task subject's record (the hot path reads it with the subject, so
-    // it is not a map of its own); empty for other subjects, and for a
-    // task never granted.
-    std::optional<TaskInfo> task;
     Totals spend;         // settled
     Totals reserved;      // held by open leases
   };

@@ -128,8 +128,11 @@ void Engine::Prefetch(std::string_view task) {
   if (auto* e = subjects_.Hinted(slot_in.hash)) {
     slot_in.entry = e;
     slot_in.epoch = subject_epoch_;
+    // Up to the end of its task record: what a decision reads.
     const char* p = reinterpret_cast<const char*>(e);
-    for (size_t at = 0; at < sizeof *e; at += 64) __builtin_prefetch(p + at);
+    const char* end = reinterpret_cast<const char*>(&e->second.task + 1);
+    for (; p < end; p += 64) __builtin_prefetch(p);
+    __builtin_prefetch(end - 1);
   }
   // The entry is in cache: its limiters (or their array), and its user's
   // subject.

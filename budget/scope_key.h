@@ -92,6 +92,26 @@ inline uint64_t HashBytes(std::string_view s) {
   return Fmix64(h);
 }
 
+// a == b for `n` bytes each; inline for up to 16 (a libc memcmp call cost
+// as much as the rest of a lookup's compare).
+inline bool SameBytes(const char* a, const char* b, size_t n) {
+  if (n > 16) return std::memcmp(a, b, n) == 0;
+  if (n >= 8) {
+    return ((Load64(a) ^ Load64(b)) |
+            (Load64(a + n - 8) ^ Load64(b + n - 8))) == 0;
+  }
+  if (n >= 4) {
+    return ((Load32(a) ^ Load32(b)) |
+            (Load32(a + n - 4) ^ Load32(b + n - 4))) == 0;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+inline bool Same(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && SameBytes(a.data(), b.data(), a.size());
+}
 inline size_t Mix(std::string_view rest, unsigned char first) {
   return HashBytes(rest) ^ (static_cast<size_t>(first) * 0x9E3779B97F4A7C15ull);
 }
@@ -132,12 +152,14 @@ struct ScopeHash {
 struct ScopeEq {
   using is_transparent = void;
   bool operator()(std::string_view a, std::string_view b) const {
-    return a == b;
+    return scope_key_internal::Same(a, b);
   }
   bool operator()(const ScopeRef& r, std::string_view s) const {
     return s.size() == r.prefix.size() + r.name.size() &&
-           s.substr(0, r.prefix.size()) == r.prefix &&
-           s.substr(r.prefix.size()) == r.name;
+           scope_key_internal::SameBytes(s.data(), r.prefix.data(),
+                                         r.prefix.size()) &&
+           scope_key_internal::SameBytes(s.data() + r.prefix.size(),
+                                         r.name.data(), r.name.size());
   }
   bool operator()(std::string_view s, const ScopeRef& r) const {
     return (*this)(r, s);
