@@ -173,13 +173,15 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   out->denial = Denial{};
   out->remaining = Remaining{};
   out->shadow.clear();
-  if (!stored_.empty()) {  // else nothing was stored: nothing is missing
+  const Resident known = AnnouncedTask(req.task);
+  // When nothing was stored, nothing is missing; when the task's record
+  // shows all it names in memory, neither.
+  if (!stored_.empty() && !AllResident(req, known.subject)) {
     if (std::vector<std::string> missing = MissingFor(req); !missing.empty()) {
       return Status::Unavailable("subject: " + missing.front() +
                                  " is not in memory; load it first");
     }
   }
-  const Resident known = AnnouncedTask(req.task);
   const TaskInfo* task =
       known.subject != nullptr ? &*known.subject->task : nullptr;
   const bool new_task = task == nullptr;

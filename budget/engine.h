@@ -380,6 +380,10 @@ class Engine {
                        std::vector<std::string>* scopes,
                        std::string* unknown_parent = nullptr) const;
   bool NeedsLoad(const std::string& scope) const;
+  // Whether all that `req` names is in memory, as the record of its task
+  // (`task`, its subject, or nullptr) alone shows: the task's owner cached
+  // since the last eviction, no parent, no resource. False says nothing.
+  bool AllResident(const AcquireRequest& req, const Subject* task) const;
   // Marks the subject `prefix` + `name` used now, adding it when new
   // (without building the scope unless it is new).
   Resident Use(std::string_view prefix, std::string_view name,

@@ -165,6 +165,15 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
   return TaskSubject(name);
 }
 
+bool Engine::AllResident(const AcquireRequest& req,
+                         const Subject* task) const {
+  if (task == nullptr || !task->task) return false;
+  const TaskInfo& t = *task->task;
+  // A current cache of its owner: the user's subject is in memory.
+  return t.owner.epoch == subject_epoch_ && t.parent.empty() &&
+         req.resource.empty() && scope_key_internal::Same(t.user, req.user);
+}
+
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
   if (stored_.empty()) return out;  // nothing was ever stored or evicted
@@ -180,8 +189,9 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
       out.push_back(std::string(prefix) + name);
     }
   };
-  if (find("user:", req.user) == nullptr) need("user:", req.user);
   const Subject* task = find(kTaskPrefix, req.task);
+  if (AllResident(req, task)) return out;
+  if (find("user:", req.user) == nullptr) need("user:", req.user);
   if (task == nullptr) need(kTaskPrefix, req.task);
   if (!req.resource.empty() && find("resource:", req.resource) == nullptr) {
     need("resource:", req.resource);
