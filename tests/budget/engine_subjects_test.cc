@@ -146,6 +146,10 @@ TEST_CASE("engine residency: a task's user leaves memory while the task "
   std::string bobs = Grant(e, Req("bob", "b1", 5), later);
   std::vector<std::string> missing = e.MissingFor(Req("alice", "t1", 1));
   CHECK(missing == std::vector<std::string>{"user:alice"});
+  // The task's record alone does not let the decision skip that check.
+  auto refused = e.Acquire(Req("alice", "t1", 1), later);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::kUnavailable);
   e.RestoreSubjects(store.Load(missing), later);
   // 10 of alice's 1000 tokens were spent before she left.
   CHECK(Deny(e, Req("alice", "t1", 991), later).scope == "user:alice");
