@@ -513,3 +513,46 @@ TEST_CASE("fast path: PeekTask finds a plain task name or nothing",
 
 }  // namespace
 }  // namespace brake
+
+namespace brake {
+namespace {
+
+TEST_CASE("fast path: every member name maps to its key and no other name "
+          "does", "[fast_path]") {
+  const std::vector<std::pair<std::string, FastKey>> known = {
+      {"id", FastKey::kId},
+      {"op", FastKey::kOp},
+      {"user", FastKey::kUser},
+      {"task", FastKey::kTask},
+      {"tokens", FastKey::kTokens},
+      {"requests", FastKey::kRequests},
+      {"model", FastKey::kModel},
+      {"resource", FastKey::kResource},
+      {"fingerprint", FastKey::kFingerprint},
+      {"parent", FastKey::kParent},
+      {"wait_ms", FastKey::kWaitMs},
+      {"lease", FastKey::kLease},
+      {"input_tokens", FastKey::kInputTokens},
+      {"output_tokens", FastKey::kOutputTokens},
+      {"latency_ms", FastKey::kLatencyMs},
+      {"outcome", FastKey::kOutcome},
+      {"retry_after_ms", FastKey::kRetryAfterMs},
+  };
+  REQUIRE(known.size() == kFastKeys);
+  for (const auto& [name, key] : known) {
+    CHECK(FastKeyOf(name) == key);
+    // Near misses: a byte changed anywhere, one more, one fewer.
+    for (size_t i = 0; i < name.size(); ++i) {
+      std::string other = name;
+      other[i] = other[i] == 'x' ? 'y' : 'x';
+      CHECK(FastKeyOf(other) == FastKey::kUnknown);
+    }
+    CHECK(FastKeyOf(name + "s") == FastKey::kUnknown);
+    CHECK(FastKeyOf(name.substr(1)) == FastKey::kUnknown);
+  }
+  CHECK(FastKeyOf("") == FastKey::kUnknown);
+  CHECK(FastKeyOf("Task") == FastKey::kUnknown);
+}
+
+}  // namespace
+}  // namespace brake
