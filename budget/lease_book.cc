@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "budget/limiter.h"
+#include "common/decimal.h"
 
 namespace brake {
 namespace {
@@ -84,8 +85,7 @@ void LeaseBook::IdOf(const Lease& lease, std::string* out) const {
     return;
   }
   char digits[24];
-  auto end = std::to_chars(digits, digits + sizeof(digits), lease.number).ptr;
-  out->assign(prefix_).append(digits, end);
+  out->assign(prefix_).append(digits, WriteDecimal(digits, lease.number));
 }
 
 std::string LeaseBook::IdOf(const Lease& lease) const {
@@ -249,8 +249,7 @@ bool LeaseBook::Drain(Batch* batch,
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
     Slot& slot = ring_[number - base_];
     char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
-    id.assign(prefix_).append(digits, end);
+    id.assign(prefix_).append(digits, WriteDecimal(digits, number));
     drain(slot, id);
   }
   for (const std::string& other : dirty_other_) {

@@ -1,230 +1,272 @@
 #include "daemon/fast_reply.h"
 
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/decimal.h"
 #include "common/json_plain.h"
 #include "daemon/json_fields.h"
 
 namespace brake {
 namespace {
 
-// Appends `literal` without strlen at run time.
-template <size_t N>
-void Lit(std::string* out, const char (&literal)[N]) {
-  out->append(literal, N - 1);
+constexpr size_t kIntRoom = 20;     // "-9223372036854775808"
+constexpr size_t kDoubleRoom = 64;  // nlohmann's to_chars needs at most 64
+
+// Room a string may take once escaped ("\u00XX" for a byte) and quoted.
+size_t StringRoom(std::string_view s) { return 6 * s.size() + 2; }
+
+// A reply written through a cursor: room for `most` bytes is made once,
+// and Done() trims `out` to what was written (Undo() to what it was). Each
+// piece is a store or a small copy, where appending them one by one was a
+// call into std::string and a capacity check each.
+class JsonOut {
+ public:
+  JsonOut(std::string* out, size_t most) : out_(out), mark_(out->size()) {
+    out->resize(mark_ + most);
+    p_ = out->data() + mark_;
+  }
+  template <size_t N>
+  void Lit(const char (&literal)[N]) {
+    std::memcpy(p_, literal, N - 1);
+    p_ += N - 1;
+  }
+  void Char(char c) { *p_++ = c; }
+  // Replaces the last byte written (the ',' after the last member).
+  void SetLast(char c) { p_[-1] = c; }
+  void Int(int64_t v) { p_ = WriteDecimal(p_, v); }
+  // As dump() writes it ("0.0123", "5.0", "1e-05"; null when not finite).
+  void Double(double v) {
+    if (!std::isfinite(v)) {
+      Lit("null");
+      return;
+    }
+    p_ = nlohmann::detail::to_chars(p_, p_ + kDoubleRoom, v);
+  }
+  // Quoted and escaped as dump() does (ensure_ascii off); false on
+  // malformed UTF-8.
+  bool Str(std::string_view s);
+  void Done() { out_->resize(static_cast<size_t>(p_ - out_->data())); }
+  void Undo() { out_->resize(mark_); }
+
+ private:
+  std::string* out_;
+  size_t mark_;
+  char* p_;
+};
+
+bool JsonOut::Str(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  *p_++ = '"';
+  if (IsPlainJsonText(s)) {  // the common case: copied whole
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    *p_++ = '"';
+    return true;
+  }
+  bool high = false;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      high |= c >= 0x80;
+      *p_++ = static_cast<char>(c);
+      continue;
+    }
+    *p_++ = '\\';
+    switch (c) {
+      case '"': *p_++ = '"'; break;
+      case '\\': *p_++ = '\\'; break;
+      case '\b': *p_++ = 'b'; break;
+      case '\f': *p_++ = 'f'; break;
+      case '\n': *p_++ = 'n'; break;
+      case '\r': *p_++ = 'r'; break;
+      case '\t': *p_++ = 't'; break;
+      default:
+        Lit("u00");
+        *p_++ = kHex[c >> 4];
+        *p_++ = kHex[c & 0xf];
+    }
+  }
+  *p_++ = '"';
+  return !high || IsValidUtf8(s);
+}
+
+size_t IdRoom(const FastValue* id) {
+  if (id == nullptr) return 0;
+  return 6 + (id->kind == FastValue::Kind::kInt ? kIntRoom
+                                                : StringRoom(id->text));
 }
 
 // "id":VALUE, when there is one. A string id was checked to be valid UTF-8
 // by the scanner, but say so anyway.
-bool AppendId(const FastValue* id, std::string* out) {
+bool WriteId(const FastValue* id, JsonOut& out) {
   if (id == nullptr) return true;
-  Lit(out, "\"id\":");
+  out.Lit("\"id\":");
   if (id->kind == FastValue::Kind::kInt) {
-    AppendJsonInt(id->number, out);
-  } else if (!AppendJsonString(id->text, out)) {
+    out.Int(id->number);
+  } else if (!out.Str(id->text)) {
     return false;
   }
-  out->push_back(',');
+  out.Char(',');
   return true;
 }
 
 // retry_after in us -> ms rounded up, or null (replies.cc's RetryAfterMs).
-void AppendRetryAfter(int64_t retry_after_us, std::string* out) {
+void WriteRetryAfter(int64_t retry_after_us, JsonOut& out) {
   if (retry_after_us == kNever) {
-    Lit(out, "null");
+    out.Lit("null");
   } else {
-    AppendJsonInt((retry_after_us + 999) / 1000, out);
+    out.Int((retry_after_us + 999) / 1000);
   }
 }
 
-bool AppendGranted(const FastValue* id, const AcquireOutcome& o,
-                   std::string* out) {
-  Lit(out, "{\"granted\":true,");
-  if (!AppendId(id, out)) return false;
-  Lit(out, "\"lease\":");
-  if (!AppendJsonString(o.lease, out)) return false;
-  Lit(out, ",\"ok\":true,");
+bool WriteGranted(const FastValue* id, const AcquireOutcome& o,
+                  JsonOut& out) {
+  out.Lit("{\"granted\":true,");
+  if (!WriteId(id, out)) return false;
+  out.Lit("\"lease\":");
+  if (!out.Str(o.lease)) return false;
+  out.Lit(",\"ok\":true,");
   const Remaining& r = o.remaining;
   if (r.requests || r.tokens || r.usd_nano) {
-    Lit(out, "\"remaining\":{");
+    out.Lit("\"remaining\":{");
     bool first = true;
     auto sep = [&] {
-      if (!first) out->push_back(',');
+      if (!first) out.Char(',');
       first = false;
     };
     if (r.requests) {
       sep();
-      Lit(out, "\"requests\":");
-      AppendJsonInt(*r.requests, out);
+      out.Lit("\"requests\":");
+      out.Int(*r.requests);
     }
     if (r.tokens) {
       sep();
-      Lit(out, "\"tokens\":");
-      AppendJsonInt(*r.tokens, out);
+      out.Lit("\"tokens\":");
+      out.Int(*r.tokens);
     }
     if (r.usd_nano) {
       sep();
-      Lit(out, "\"usd\":");
-      AppendJsonDouble(NanoToUsd(*r.usd_nano), out);
+      out.Lit("\"usd\":");
+      out.Double(NanoToUsd(*r.usd_nano));
     }
-    Lit(out, "},");
+    out.Lit("},");
   }
   return true;
 }
 
-bool AppendDenied(const FastValue* id, const AcquireOutcome& o,
-                  std::string* out) {
+bool WriteDenied(const FastValue* id, const AcquireOutcome& o, JsonOut& out) {
   const Denial& d = o.denial;
-  out->push_back('{');
+  out.Char('{');
   if (!d.cause.empty()) {
-    Lit(out, "\"cause\":");
-    if (!AppendJsonString(d.cause, out)) return false;
-    out->push_back(',');
+    out.Lit("\"cause\":");
+    if (!out.Str(d.cause)) return false;
+    out.Char(',');
   }
-  Lit(out, "\"granted\":false,");
-  if (!AppendId(id, out)) return false;
-  Lit(out, "\"limit\":");
-  if (!AppendJsonString(d.limit, out)) return false;
-  Lit(out, ",\"ok\":true,\"reason\":");
-  if (!AppendJsonString(ReasonName(d.reason), out)) return false;
-  Lit(out, ",\"retry_after_ms\":");
-  AppendRetryAfter(d.retry_after_us, out);
-  Lit(out, ",\"scope\":");
-  if (!AppendJsonString(d.scope, out)) return false;
-  out->push_back(',');
+  out.Lit("\"granted\":false,");
+  if (!WriteId(id, out)) return false;
+  out.Lit("\"limit\":");
+  if (!out.Str(d.limit)) return false;
+  out.Lit(",\"ok\":true,\"reason\":");
+  if (!out.Str(ReasonName(d.reason))) return false;
+  out.Lit(",\"retry_after_ms\":");
+  WriteRetryAfter(d.retry_after_us, out);
+  out.Lit(",\"scope\":");
+  if (!out.Str(d.scope)) return false;
+  out.Char(',');
   return true;
 }
 
 }  // namespace
 
 bool AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  if (IsPlainJsonText(s)) {  // the common case: copied whole
-    const size_t at = out->size();
-    out->resize(at + s.size() + 2);
-    char* p = out->data() + at;
-    *p = '"';
-    std::memcpy(p + 1, s.data(), s.size());
-    p[s.size() + 1] = '"';
-    return true;
+  JsonOut w(out, StringRoom(s));
+  if (!w.Str(s)) {
+    w.Undo();
+    return false;
   }
-  out->push_back('"');
-  size_t run = 0;  // start of the bytes not yet copied
-  bool high = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') {
-      high |= c >= 0x80;
-      continue;
-    }
-    out->append(s.data() + run, i - run);
-    run = i + 1;
-    out->push_back('\\');
-    switch (c) {
-      case '"':
-        out->push_back('"');
-        break;
-      case '\\':
-        out->push_back('\\');
-        break;
-      case '\b':
-        out->push_back('b');
-        break;
-      case '\f':
-        out->push_back('f');
-        break;
-      case '\n':
-        out->push_back('n');
-        break;
-      case '\r':
-        out->push_back('r');
-        break;
-      case '\t':
-        out->push_back('t');
-        break;
-      default:
-        Lit(out, "u00");
-        out->push_back(kHex[c >> 4]);
-        out->push_back(kHex[c & 0xf]);
-    }
-  }
-  out->append(s.data() + run, s.size() - run);
-  out->push_back('"');
-  return !high || IsValidUtf8(s);
+  w.Done();
+  return true;
 }
 
 void AppendJsonInt(int64_t v, std::string* out) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, static_cast<size_t>(r.ptr - buf));
+  JsonOut w(out, kIntRoom);
+  w.Int(v);
+  w.Done();
 }
 
 void AppendJsonDouble(double v, std::string* out) {
-  if (!std::isfinite(v)) {
-    Lit(out, "null");
-    return;
-  }
-  std::array<char, 64> buf;
-  char* end =
-      nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), v);
-  out->append(buf.data(), static_cast<size_t>(end - buf.data()));
+  JsonOut w(out, kDoubleRoom);
+  w.Double(v);
+  w.Done();
 }
 
 bool AppendAcquireLine(const FastValue* id, const AcquireOutcome& o,
                        std::string* out) {
-  const size_t mark = out->size();
-  bool ok = o.granted ? AppendGranted(id, o, out) : AppendDenied(id, o, out);
+  // The members' names and punctuation take under 256 bytes; then the
+  // id, the strings and three numbers at most.
+  size_t most = 256 + IdRoom(id) + 3 * kDoubleRoom;
+  if (o.granted) {
+    most += StringRoom(o.lease);
+  } else {
+    const Denial& d = o.denial;
+    most += StringRoom(d.cause) + StringRoom(d.limit) +
+            StringRoom(ReasonName(d.reason)) + StringRoom(d.scope);
+  }
+  for (const std::string& s : o.shadow) most += StringRoom(s) + 1;
+  JsonOut w(out, most);
+  bool ok = o.granted ? WriteGranted(id, o, w) : WriteDenied(id, o, w);
   if (ok && !o.shadow.empty()) {
-    Lit(out, "\"shadow\":[");
+    w.Lit("\"shadow\":[");
     for (size_t i = 0; ok && i < o.shadow.size(); ++i) {
-      if (i > 0) out->push_back(',');
-      ok = AppendJsonString(o.shadow[i], out);
+      if (i > 0) w.Char(',');
+      ok = w.Str(o.shadow[i]);
     }
-    Lit(out, "],");
+    w.Lit("],");
   }
   if (!ok) {
-    out->resize(mark);
+    w.Undo();
     return false;
   }
   if (o.granted) {
-    Lit(out, "\"waited_ms\":0}\n");
+    w.Lit("\"waited_ms\":0}\n");
   } else {
-    out->back() = '}';  // the ',' after the last member
-    out->push_back('\n');
+    w.SetLast('}');  // the ',' after the last member
+    w.Char('\n');
   }
+  w.Done();
   return true;
 }
 
 bool AppendCommitLine(const FastValue* id, const Settlement& s,
                       std::string* out) {
-  const size_t mark = out->size();
-  Lit(out, "{\"charged_tokens\":");
-  AppendJsonInt(s.charged_tokens, out);
-  Lit(out, ",\"charged_usd\":");
-  AppendJsonDouble(NanoToUsd(s.charged_usd_nano), out);
-  out->push_back(',');
-  if (s.duplicate) Lit(out, "\"duplicate\":true,");
-  if (!AppendId(id, out)) {
-    out->resize(mark);
+  JsonOut w(out, 128 + IdRoom(id) + kIntRoom + kDoubleRoom);
+  w.Lit("{\"charged_tokens\":");
+  w.Int(s.charged_tokens);
+  w.Lit(",\"charged_usd\":");
+  w.Double(NanoToUsd(s.charged_usd_nano));
+  w.Char(',');
+  if (s.duplicate) w.Lit("\"duplicate\":true,");
+  if (!WriteId(id, w)) {
+    w.Undo();
     return false;
   }
-  Lit(out, "\"ok\":true}\n");
+  w.Lit("\"ok\":true}\n");
+  w.Done();
   return true;
 }
 
 bool AppendCancelLine(const FastValue* id, bool duplicate, std::string* out) {
-  const size_t mark = out->size();
-  out->push_back('{');
-  if (duplicate) Lit(out, "\"duplicate\":true,");
-  if (!AppendId(id, out)) {
-    out->resize(mark);
+  JsonOut w(out, 64 + IdRoom(id));
+  w.Char('{');
+  if (duplicate) w.Lit("\"duplicate\":true,");
+  if (!WriteId(id, w)) {
+    w.Undo();
     return false;
   }
-  Lit(out, "\"ok\":true}\n");
+  w.Lit("\"ok\":true}\n");
+  w.Done();
   return true;
 }
 
