@@ -66,7 +66,7 @@ bool Valid(const FastFields& op, const FastRequest& r) {
     }
     switch (f.kind) {
       case FieldKind::kName:
-        if (v->kind != Kind::kString || !ValidateName(v->text, f.name).ok())
+        if (v->kind != Kind::kString || !IsValidName(v->text))
           return false;
         break;
       case FieldKind::kString:

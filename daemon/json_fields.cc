@@ -40,7 +40,34 @@ bool NestedDeeperThan(std::string_view text, int max_depth) {
   return false;
 }
 
+namespace {
+
+// A C0 control, DEL, or the first byte of a C1 control U+0080..U+009F
+// (UTF-8 C2 80..9F): none of them is printable.
+bool ControlAt(std::string_view value, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(value[i]);
+  if (c < 0x20 || c == 0x7f) return true;
+  return c == 0xc2 && i + 1 < value.size() &&
+         static_cast<unsigned char>(value[i + 1]) >= 0x80 &&
+         static_cast<unsigned char>(value[i + 1]) <= 0x9f;
+}
+
+}  // namespace
+
+bool IsValidName(std::string_view value) {
+  if (value.empty() || value.size() > kMaxNameBytes || value == "*") {
+    return false;
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c >= 0x20 && c < 0x7f) continue;  // printable ASCII, the usual
+    if (ControlAt(value, i)) return false;
+  }
+  return true;
+}
+
 Status ValidateName(std::string_view value, std::string_view field) {
+  if (IsValidName(value)) return Status::Ok();
   if (value.empty()) {
     return Status::BadRequest(std::string(field) + ": must not be empty");
   }
@@ -53,13 +80,7 @@ Status ValidateName(std::string_view value, std::string_view field) {
                               std::to_string(kMaxNameBytes) + " bytes");
   }
   for (size_t i = 0; i < value.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(value[i]);
-    // C0 controls, DEL, and the C1 controls U+0080..U+009F (UTF-8 C2 80..9F):
-    // none of them is printable.
-    bool c1 = c == 0xc2 && i + 1 < value.size() &&
-              static_cast<unsigned char>(value[i + 1]) >= 0x80 &&
-              static_cast<unsigned char>(value[i + 1]) <= 0x9f;
-    if (c < 0x20 || c == 0x7f || c1) {
+    if (ControlAt(value, i)) {
       return Status::BadRequest(std::string(field) +
                                 ": contains a control character");
     }

@@ -26,6 +26,9 @@ inline constexpr size_t kMaxStringBytes = 256;
 // Non-empty, at most 128 bytes, no control characters (printable ASCII or
 // UTF-8 beyond ASCII, except the C1 controls U+0080..U+009F).
 Status ValidateName(std::string_view value, std::string_view field);
+// Whether ValidateName accepts `value`, without building a Status (the
+// fast path asks it of every name).
+bool IsValidName(std::string_view value);
 // True when brackets outside strings nest deeper than `max_depth` in `text`:
 // a linear pre-scan, so a hostile line never makes the parser (or dump())
 // recurse deeply.
