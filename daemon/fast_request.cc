@@ -73,7 +73,7 @@ class Scanner {
     }
     return false;
   }
-  void SkipSpace() {
+  [[gnu::always_inline]] void SkipSpace() {
     // Compact lines have none: one test in the usual case.
     while (pos_ < s_.size() &&
            static_cast<unsigned char>(s_[pos_]) <= ' ' && IsSpace(s_[pos_])) {
