@@ -1,6 +1,7 @@
 #include "daemon/fast_request.h"
 
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "common/json_plain.h"
@@ -64,27 +65,10 @@ class Scanner {
     return pos_ == s_.size();
   }
 
- private:
-  char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  bool Eat(char c) {
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  [[gnu::always_inline]] void SkipSpace() {
-    // Compact lines have none: one test in the usual case.
-    while (pos_ < s_.size() &&
-           static_cast<unsigned char>(s_[pos_]) <= ' ' && IsSpace(s_[pos_])) {
-      ++pos_;
-    }
-  }
-
   // A known key and its closing quote (kUnknown for anything else, which
   // the caller declines): matched in place against the names that start
   // with its first byte, without scanning for the quote first.
-  FastKey Key() {
+  [[gnu::always_inline]] FastKey Key() {
     if (!Eat('"')) return FastKey::kUnknown;
     switch (Peek()) {
       case 'i': return Either("id", FastKey::kId,
@@ -123,6 +107,24 @@ class Scanner {
       return FastKey::kUnknown;
     } else {
       return Either(std::forward<More>(more)...);
+    }
+  }
+  bool AtEnd() const { return pos_ == s_.size(); }
+
+ private:
+  char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool Eat(char c) {
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  [[gnu::always_inline]] void SkipSpace() {
+    // Compact lines have none: one test in the usual case.
+    while (pos_ < s_.size() &&
+           static_cast<unsigned char>(s_[pos_]) <= ' ' && IsSpace(s_[pos_])) {
+      ++pos_;
     }
   }
 
@@ -316,34 +318,14 @@ bool IsValidUtf8(std::string_view s) {
 }
 
 FastKey FastKeyOf(std::string_view name) {
-  // By length, then by name: a line's keys are found with a compare or two
-  // each (a walk of the whole table was a tenth of a line's scan).
-  auto either = [&](std::string_view a, FastKey ka, std::string_view b,
-                    FastKey kb) {
-    return name == a ? ka : name == b ? kb : FastKey::kUnknown;
-  };
-  auto just = [&](std::string_view a, FastKey ka) {
-    return name == a ? ka : FastKey::kUnknown;
-  };
-  switch (name.size()) {
-    case 2: return either("id", FastKey::kId, "op", FastKey::kOp);
-    case 4: return either("user", FastKey::kUser, "task", FastKey::kTask);
-    case 5: return either("model", FastKey::kModel, "lease", FastKey::kLease);
-    case 6:
-      return either("tokens", FastKey::kTokens, "parent", FastKey::kParent);
-    case 7:
-      return either("wait_ms", FastKey::kWaitMs, "outcome",
-                    FastKey::kOutcome);
-    case 8:
-      return either("requests", FastKey::kRequests, "resource",
-                    FastKey::kResource);
-    case 10: return just("latency_ms", FastKey::kLatencyMs);
-    case 11: return just("fingerprint", FastKey::kFingerprint);
-    case 12: return just("input_tokens", FastKey::kInputTokens);
-    case 13: return just("output_tokens", FastKey::kOutputTokens);
-    case 14: return just("retry_after_ms", FastKey::kRetryAfterMs);
-    default: return FastKey::kUnknown;
-  }
+  // The scanner's own matcher (one list of names), on the name quoted as
+  // in a line. Not on the hot path: the ops table's keys, once.
+  std::string quoted;
+  quoted.reserve(name.size() + 2);
+  quoted.append(1, '"').append(name).append(1, '"');
+  Scanner scan(quoted, nullptr);
+  const FastKey key = scan.Key();
+  return scan.AtEnd() ? key : FastKey::kUnknown;
 }
 
 bool ScanFastRequest(std::string_view line, FastRequest* out) {

@@ -83,10 +83,6 @@ struct FastRequest {
     const uint8_t i = slot[static_cast<size_t>(key)];
     return i == kAbsent ? nullptr : &values[i];
   }
-  const FastValue* Find(std::string_view key) const {
-    const FastKey k = FastKeyOf(key);
-    return k == FastKey::kUnknown ? nullptr : Get(k);
-  }
 };
 
 // True when `line` is a request the fast path may answer (see above); false

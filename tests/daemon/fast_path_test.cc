@@ -552,6 +552,20 @@ TEST_CASE("fast path: every member name maps to its key and no other name "
   }
   CHECK(FastKeyOf("") == FastKey::kUnknown);
   CHECK(FastKeyOf("Task") == FastKey::kUnknown);
+  CHECK(FastKeyOf("id\"") == FastKey::kUnknown);
+
+  // And the scanner finds each in a line (a name it missed would only send
+  // its lines down the general path, which answers the same: only this
+  // shows it).
+  for (const auto& [name, key] : known) {
+    if (key == FastKey::kOp) continue;
+    FastRequest r;
+    const std::string line = R"({"op":"acquire",")" + name + R"(":7})";
+    REQUIRE(ScanFastRequest(line, &r));
+    const FastValue* v = r.Get(key);
+    REQUIRE(v != nullptr);
+    CHECK(v->number == 7);
+  }
 }
 
 }  // namespace
