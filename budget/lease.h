@@ -59,7 +59,8 @@ struct Lease {
   void SetText(const Text& fields) {
     text_.clear();
     for (int f = 0; f < kFields; ++f) {
-      text_.append(fields[f]);
+      // Most are empty: an append is a call into std::string.
+      if (!fields[f].empty()) text_.append(fields[f]);
       ends_[f] = static_cast<uint32_t>(text_.size());
     }
   }
