@@ -19,8 +19,9 @@ for _ in $(seq "$rounds"); do
   for bin in "$@"; do
     # shellcheck disable=SC2086  # ARGS is a list of flags
     "$bin" $args 2>&1 |
-      awk -v b="$bin" '$1 ~ /^[0-9]+$/ && NF >= 10 {print b, $1"/"$2"/"$3"/"$4, $6}' \
-        >>"$out"
+      awk -v b="$bin" '$1 ~ /^[0-9]+$/ && NF >= 10 {
+        print b, $1 "/" $2 "/" $3 "/" $4, $6
+      }' >>"$out"
   done
 done
 python3 - "$out" <<'PY'

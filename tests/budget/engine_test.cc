@@ -112,7 +112,8 @@ TEST_CASE("engine: parent chains", "[engine]") {
 
   SECTION("ancestor limits apply and spend rolls up") {
     std::string l1 = Grant(e, WithParent(Req("alice", "child", 600), "root"), kT0);
-    HeldDenial d = Deny(e, WithParent(Req("alice", "child2", 400), "root"), kT0);
+    HeldDenial d =
+        Deny(e, WithParent(Req("alice", "child2", 400), "root"), kT0);
     CHECK(d.scope == "task:root");
     CHECK(d.reason == Reason::kQuotaExhausted);
     CHECK(d.retry_after_us == kNever);  // a total quota never resets
