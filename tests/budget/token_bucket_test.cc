@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <algorithm>
 #include <limits>
+#include <random>
 
 namespace brake {
 namespace {
@@ -230,6 +232,43 @@ TEST_CASE("token bucket: extreme values saturate", "[budget]") {
   TokenBucket dead(Bucket(0, 1000, 0), 0);
   REQUIRE(dead.Check(1, 0).verdict == Verdict::kTooLarge);
   REQUIRE(dead.Check(0, 0).verdict == Verdict::kAdmit);
+}
+
+TEST_CASE("token bucket: stored permits as the formula gives them",
+          "[budget]") {
+  // min(burst, floor(elapsed * rate / per)), elapsed from the saved
+  // empty_at clamped to a full bucket, by the saturating arithmetic of
+  // int_math.h: the shortcut for a full bucket must agree with the
+  // division everywhere, saturated costs included.
+  using namespace budget_math;
+  constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+  std::mt19937_64 rng(5);
+  auto pick = [&](std::initializer_list<int64_t> edges, int64_t most) {
+    if (rng() % 4 == 0) return *(edges.begin() + rng() % edges.size());
+    return static_cast<int64_t>(rng() % static_cast<uint64_t>(most)) + 1;
+  };
+  size_t differ = 0, full = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t rate = pick({1, 3, 1000000000, kBig}, 1000000);
+    const int64_t per_ms = pick({1, 1000, kBig / 1000, kBig}, 100000);
+    const int64_t burst = pick({0, 1, 7, kBig}, 1000000);
+    TokenBucket b(Bucket(rate, per_ms, burst), 0);
+    const int64_t cap = burst > 0 ? burst : rate;
+    const int64_t cost = MulDivCeil(cap, MsToUs(per_ms), rate);
+    int64_t now = 0;
+    for (int k = 0; k < 4; ++k) {
+      now += static_cast<int64_t>(rng() % 3000000);
+      if (rng() % 2) b.Charge(static_cast<int64_t>(rng() % 50) + 1, now);
+      const int64_t from = std::max(b.SaveState()[0], SatSub(now, cost));
+      const int64_t want = std::min(
+          MulDivFloor(SatSub(now, from), rate, MsToUs(per_ms)), cap);
+      const int64_t got = b.StoredPermits(now);
+      differ += got != want;
+      full += got == cap;
+    }
+  }
+  CHECK(differ == 0);
+  CHECK(full > 1000);  // the shortcut was taken
 }
 
 }  // namespace
