@@ -44,10 +44,7 @@ void BuildState(Client& c) {
   CallOk(
       c,
       {{"op", "policy.set"}, {"scope", "user:*"}, {"limits", kDefaultLimits}});
-  CallOk(c, {{"op", "prices.set"},
-             {"model", "m1"},
-             {"input_usd_per_mtok", 1.0},
-             {"output_usd_per_mtok", 2.0}});
+  SetPrice(c, "m1", 1.0, 2.0);
   std::string a = AcquireLease(c, "alice", "t1", {{"tokens", 100}});
   CallOk(c, {{"op", "commit"}, {"lease", a}, {"tokens", 110}});
   std::string b = AcquireLease(

@@ -82,6 +82,15 @@ inline void SetPolicy(Client& client, const std::string& scope,
                   {"limits", json::parse(limits)}});
 }
 
+// Sets `model`'s price, in usd per million input and output tokens.
+inline void SetPrice(Client& client, const std::string& model, double in,
+                     double out) {
+  CallOk(client, {{"op", "prices.set"},
+                  {"model", model},
+                  {"input_usd_per_mtok", in},
+                  {"output_usd_per_mtok", out}});
+}
+
 // The limit named `name` in a status reply's "limits", or null.
 inline json FindLimit(const json& status, const std::string& name) {
   if (!status.contains("limits")) return nullptr;

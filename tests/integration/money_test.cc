@@ -24,13 +24,6 @@ int64_t Nano(const json& usd) {
   return std::llround(usd.get<double>() * 1e9);
 }
 
-void SetPrice(Client& c, const std::string& model, double in, double out) {
-  CallOk(c, {{"op", "prices.set"},
-             {"model", model},
-             {"input_usd_per_mtok", in},
-             {"output_usd_per_mtok", out}});
-}
-
 void SetUsdCap(Client& c, const std::string& scope, double usd,
                const std::string& name = "cap") {
   CallOk(c, {{"op", "policy.set"},

@@ -61,10 +61,7 @@ TEST_CASE("top counts the usd each grant reserved, on every path",
           "[integration][top]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  CallOk(c, {{"op", "prices.set"},
-             {"model", "m1"},
-             {"input_usd_per_mtok", 1.0},
-             {"output_usd_per_mtok", 2.0}});
+  SetPrice(c, "m1", 1.0, 2.0);
   // 1,000 tokens at the higher of the two prices: $0.002 reserved each.
   const json reserve = {{"model", "m1"}, {"tokens", 1000}};
   AcquireLease(c, "alice", "t1", reserve);  // the fast path

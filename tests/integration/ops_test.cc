@@ -188,10 +188,7 @@ TEST_CASE("reset clears the counters and spend of a scope", "[integration]") {
 TEST_CASE("prices.set prices a model's acquires and commits", "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  CallOk(c, {{"op", "prices.set"},
-             {"model", "gpt-4o"},
-             {"input_usd_per_mtok", 2.5},
-             {"output_usd_per_mtok", 10}});
+  SetPrice(c, "gpt-4o", 2.5, 10);
   std::string lease =
       AcquireLease(c, "alice", "t1", {{"model", "gpt-4o"}, {"tokens", 1000}});
   json reserved = CallOk(c, {{"op", "status"}, {"user", "alice"}});

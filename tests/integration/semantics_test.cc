@@ -128,10 +128,7 @@ TEST_CASE("concurrency limits open leases, and commit frees a slot",
 TEST_CASE("a usd quota refuses with cost_cap", "[integration]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  CallOk(c, {{"op", "prices.set"},
-             {"model", "m"},
-             {"input_usd_per_mtok", 10},
-             {"output_usd_per_mtok", 10}});
+  SetPrice(c, "m", 10, 10);
   SetPolicy(c, "user:alice", Limits(R"([{"name":"budget","resource":"usd",
       "algorithm":"quota","limit":1.0,"period":"total"}])"));
   std::string lease =

@@ -370,10 +370,7 @@ TEST_CASE("a waiter against a spent total usd cap is answered at once",
           "[integration][waiting]") {
   RunningDaemon d;
   Client c = d.daemon.Connect();
-  CallOk(c, {{"op", "prices.set"},
-             {"model", "m"},
-             {"input_usd_per_mtok", 1},
-             {"output_usd_per_mtok", 1}});
+  SetPrice(c, "m", 1, 1);
   SetPolicy(c, "user:u", R"([{"name":"cap","resource":"usd",
       "algorithm":"quota","limit":0.001,"period":"total"}])");
   AcquireLease(c, "u", "t", {{"model", "m"}, {"tokens", 1000}});
