@@ -5,6 +5,7 @@
 // copy such strings whole and leave the rest to their byte-by-byte paths.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -51,6 +52,26 @@ inline bool IsPlainJsonText(std::string_view s) {
         load(p + size - 1, uint8_t{}) << 16;
   }
   return Special(w) == 0;
+}
+
+// The first byte of s[from..] that IsPlainJsonText would refuse, or
+// s.size() when none: eight bytes at a time, then byte by byte (the request
+// scanner finds a string's end and checks its text in this one pass).
+[[gnu::always_inline]] inline size_t FirstNonPlainByte(std::string_view s,
+                                                       size_t from) {
+  size_t i = from;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, sizeof w);
+    if (const uint64_t hit = json_plain_internal::Special(w)) {
+      return i + static_cast<size_t>(__builtin_ctzll(hit)) / 8;
+    }
+  }
+  for (; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return i;
+  }
+  return i;
 }
 
 }  // namespace brake

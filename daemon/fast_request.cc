@@ -12,26 +12,6 @@ namespace {
 // JSON's whitespace (RFC 8259), which nlohmann's lexer skips.
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// The first byte of s[from..] that cannot stand as it is in a plain JSON
-// string ('"', '\\', below 0x20 or above 0x7f), or s.size() when none:
-// eight bytes at a time, then byte by byte.
-[[gnu::always_inline]] inline size_t FirstSpecial(std::string_view s,
-                                                  size_t from) {
-  size_t i = from;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, sizeof w);
-    if (uint64_t hit = json_plain_internal::Special(w)) {
-      return i + static_cast<size_t>(__builtin_ctzll(hit)) / 8;
-    }
-  }
-  for (; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return i;
-  }
-  return i;
-}
-
 class Scanner {
  public:
   Scanner(std::string_view line, FastRequest* out) : s_(line), out_(out) {}
@@ -174,7 +154,7 @@ class Scanner {
     const size_t start = pos_;
     // The commonest case of all: up to the next quote, nothing to decode
     // or check.
-    if (const size_t end = FirstSpecial(s_, pos_);
+    if (const size_t end = FirstNonPlainByte(s_, pos_);
         end < s_.size() && s_[end] == '"') {
       *text = s_.substr(start, end - start);
       pos_ = end + 1;

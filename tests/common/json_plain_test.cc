@@ -33,6 +33,28 @@ TEST_CASE("json plain: every special byte at every position",
   }
 }
 
+TEST_CASE("json plain: the first non-plain byte, from every start",
+          "[json_plain]") {
+  for (size_t len = 0; len <= 40; ++len) {
+    std::string s(len, 'x');
+    for (size_t at = 0; at < len; ++at) {
+      for (int c : {0, 0x1f, 0x22, 0x5c, 0x7f, 0x80, 0xff, 0x20}) {
+        s[at] = static_cast<char>(c);
+        for (size_t from = 0; from <= len; ++from) {
+          size_t want = from;
+          while (want < len && PlainByBytes(std::string_view(&s[want], 1))) {
+            ++want;
+          }
+          INFO("length " << len << " byte " << c << " at " << at << " from "
+                         << from);
+          REQUIRE(FirstNonPlainByte(s, from) == want);
+        }
+      }
+      s[at] = 'x';
+    }
+  }
+}
+
 TEST_CASE("json plain: random strings agree with the byte reading",
           "[json_plain]") {
   std::mt19937 rng(11);
