@@ -183,9 +183,9 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     }
   }
   const TaskInfo* task =
-      known.subject != nullptr ? &*known.subject->task : nullptr;
+      known.subject != nullptr ? &known.subject->task : nullptr;
   const bool new_task = task == nullptr;
-  if (!new_task && !scope_key_internal::Same(task->user, req.user)) {
+  if (!new_task && !OwnedBy(*known.subject, req.user)) {
     return Status(ErrorCode::kForbidden,
                   "task: " + req.task + " belongs to another user");
   }
@@ -332,9 +332,8 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     if (!r.subject->limiters.empty()) MarkLimitersUnsaved(r);
   }
   if (new_task) {  // subjects[2] is the task's (UseSubjects)
-    Subject& self = *subjects[2].subject;
-    self.task = TaskInfo{req.user, req.parent, now_us / 1000, {}};
-    ++task_count_;
+    SetTaskRecord(*subjects[2].subject,
+                  TaskInfo{req.parent, req.user, now_us / 1000});
     MarkTaskUnsaved(subjects[2]);
   }
   ++mutations_;

@@ -211,17 +211,20 @@ class Engine {
   // A subject looked up once and kept while no subject leaves memory.
   struct CachedSubject {
     uint64_t epoch = 0;  // subject_epoch_ when looked up (0: never)
-    Resident resident;
+    ScopeTable<Subject>::Entry* entry = nullptr;
   };
   // A task's record: kept with its subject ("task:" + its name) from its
   // first grant (or load) until the subject leaves memory.
   struct TaskInfo {
+    std::string parent;  // first: a decision reads whether it is empty
     std::string user;
-    std::string parent;
     int64_t created_ms = 0;
-    CachedSubject owner;  // "user:" + user
   };
-  struct Subject {  // a subject in memory: one map entry holds it all
+  // A subject in memory: one map entry holds it all. An entry starts a
+  // cache line (LinePool), and what a denial or a dry run reads of it fits
+  // in its first two: the scope, the fields up to the flags, and the length
+  // of its task's parent (Prefetch).
+  struct Subject {
     int64_t used_us = 0;  // last acquire, settlement, reset or load
     int32_t leases = 0;   // open leases naming it: not evictable
     // Its policy, and its limiters in that policy's order, as resolved when
@@ -233,21 +236,25 @@ class Engine {
     // has (kept while in memory: a limit set again keeps its counters).
     // They leave memory with the subject.
     LimiterList limiters;
-    // A task subject's record (the hot path reads it with the subject, so
-    // it is not a map of its own); empty for other subjects, and for a
-    // task never granted.
-    std::optional<TaskInfo> task;
-    // What a denial or a dry run reads ends here: with the entry's scope,
-    // the first three cache lines of a ScopeTable entry (Prefetch).
-    //
+    // A task's: the subject of its user (kept here, not in `task`, so that
+    // a decision finds it, and the user's name in its key, in the lines it
+    // reads anyway).
+    CachedSubject owner;
+    // Whether `task` holds the task's record: the hot path reads it with
+    // the subject, so it is not a map of its own. False for other
+    // subjects, and for a task never granted.
+    bool has_task = false;
     // Listed in dirty_spend_ / dirty_limiters_ / dirty_tasks_ (then not
     // evictable): its spend / some limiter / its task record changed since
     // the last Drain.
     bool spend_unsaved = false;
     bool limiters_unsaved = false;
     bool task_unsaved = false;
+    TaskInfo task;
     Totals spend;         // settled
     Totals reserved;      // held by open leases
+
+    const TaskInfo* record() const { return has_task ? &task : nullptr; }
   };
   struct Applied {  // one limit that applies to a request
     const std::string* scope;  // a map key, or into CollectLimits' scopes
@@ -269,10 +276,29 @@ class Engine {
   // (`task`, its subject, or nullptr) alone shows: the task's owner cached
   // since the last eviction, no parent, no resource. False says nothing.
   bool AllResident(const AcquireRequest& req, const Subject* task) const;
+  // Whether the task `task` (with its record) is `user`'s: read from its
+  // owner's key while that is cached (a line the decision reads anyway),
+  // else from its record.
+  bool OwnedBy(const Subject& task, std::string_view user) const {
+    if (task.owner.epoch == subject_epoch_) {
+      const std::string& key = task.owner.entry->first;  // "user:" + user
+      constexpr size_t kPrefix = std::string_view("user:").size();
+      return key.size() == kPrefix + user.size() &&
+             scope_key_internal::SameBytes(key.data() + kPrefix, user.data(),
+                                           user.size());
+    }
+    return scope_key_internal::Same(task.task.user, user);
+  }
   // Marks the subject `prefix` + `name` used now, adding it when new
   // (without building the scope unless it is new).
   Resident Use(std::string_view prefix, std::string_view name,
                int64_t now_us);
+  // The same, as its entry.
+  ScopeTable<Subject>::Entry* UseEntry(std::string_view prefix,
+                                       std::string_view name, int64_t now_us);
+  static Resident ResidentOf(ScopeTable<Subject>::Entry* e) {
+    return Resident{&e->first, &e->second};
+  }
   // The same through `cache`, looking up only when a subject has left
   // memory since it was filled.
   Resident Use(CachedSubject& cache, std::string_view prefix,
@@ -296,6 +322,8 @@ class Engine {
   void MarkSpendUnsaved(Resident r);
   // Lists a task subject whose record is new.
   void MarkTaskUnsaved(Resident r);
+  // Gives `s` (a task's subject) the task record `record`.
+  void SetTaskRecord(Subject& s, TaskInfo record);
   void RestoreTask(const TaskRow& row, int64_t now_us);
   void RestoreLimiter(const LimiterRow& row, int64_t now_us);
   void RestoreSpend(const SpendRow& row);

@@ -7,9 +7,19 @@
 namespace brake {
 
 void Engine::RestoreTask(const TaskRow& row, int64_t now_us) {
-  Subject& s = *Use("task:", row.task, now_us).subject;
-  if (!s.task) ++task_count_;
-  s.task = TaskInfo{row.user, row.parent, row.created_ms, {}};
+  SetTaskRecord(*Use("task:", row.task, now_us).subject,
+                TaskInfo{row.parent, row.user, row.created_ms});
+}
+
+void Engine::SetTaskRecord(Subject& s, TaskInfo record) {
+  if (!s.has_task) ++task_count_;
+  // Its user's subject when in memory (a grant has just used it; a load
+  // brings it with the task), so that its first decision finds it cached.
+  auto* user = subjects_.find(ScopeRef{"user:", record.user});
+  s.owner = user != nullptr ? CachedSubject{subject_epoch_, user}
+                            : CachedSubject{};
+  s.task = std::move(record);
+  s.has_task = true;
 }
 
 void Engine::MarkTaskUnsaved(Resident r) {
@@ -96,7 +106,7 @@ bool Engine::Drain(Batch* batch,
   for (const Resident& r : dirty_tasks_) {
     any = true;
     r.subject->task_unsaved = false;
-    const TaskInfo& t = *r.subject->task;
+    const TaskInfo& t = r.subject->task;
     batch->tasks_put.push_back(TaskRow{r.scope->substr(5), t.user, t.parent,
                                        t.created_ms});
   }

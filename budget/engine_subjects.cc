@@ -25,6 +25,12 @@ bool Engine::NeedsLoad(const std::string& scope) const {
 
 Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
                              int64_t now_us) {
+  return ResidentOf(UseEntry(prefix, name, now_us));
+}
+
+ScopeTable<Engine::Subject>::Entry* Engine::UseEntry(std::string_view prefix,
+                                                     std::string_view name,
+                                                     int64_t now_us) {
   auto* e = subjects_.find(ScopeRef{prefix, name});
   if (e == nullptr) {
     std::string scope;
@@ -34,31 +40,30 @@ Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
   }
   Subject& s = e->second;
   s.used_us = std::max(s.used_us, now_us);
-  return Resident{&e->first, &s};
+  return e;
 }
 
 Engine::Resident Engine::TaskSubject(std::string_view name) {
   auto* e = subjects_.find(ScopeRef{kTaskPrefix, name});
-  if (e == nullptr || !e->second.task) return Resident{};
-  return Resident{&e->first, &e->second};
+  if (e == nullptr || !e->second.has_task) return Resident{};
+  return ResidentOf(e);
 }
 
 const Engine::TaskInfo* Engine::FindTask(std::string_view name) const {
   const auto* e = subjects_.find(ScopeRef{kTaskPrefix, name});
-  if (e == nullptr || !e->second.task) return nullptr;
-  return &*e->second.task;
+  return e == nullptr ? nullptr : e->second.record();
 }
 
 Engine::Resident Engine::Use(CachedSubject& cache, std::string_view prefix,
                              std::string_view name, int64_t now_us) {
   if (cache.epoch != subject_epoch_) {
-    cache.resident = Use(prefix, name, now_us);
+    cache.entry = UseEntry(prefix, name, now_us);
     cache.epoch = subject_epoch_;
-    return cache.resident;
+  } else {
+    Subject& s = cache.entry->second;
+    s.used_us = std::max(s.used_us, now_us);
   }
-  Subject& s = *cache.resident.subject;
-  s.used_us = std::max(s.used_us, now_us);
-  return cache.resident;
+  return ResidentOf(cache.entry);
 }
 
 Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
@@ -69,7 +74,7 @@ Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
   std::vector<Ancestor>& ancestors = scratch_ancestors_;
   ancestors.clear();
   const std::string* parent =
-      task.subject != nullptr ? &task.subject->task->parent : &req.parent;
+      task.subject != nullptr ? &task.subject->task.parent : &req.parent;
   while (!parent->empty()) {
     if (ancestors.size() >= kMaxAncestorWalk) {
       return Status::BadRequest("parent: task tree deeper than " +
@@ -78,7 +83,7 @@ Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
     Resident up = TaskSubject(*parent);
     ancestors.push_back(Ancestor{parent, up});
     if (up.subject == nullptr) break;
-    parent = &up.subject->task->parent;
+    parent = &up.subject->task.parent;
   }
   // A known task keeps its user's subject (every task of a request's chain
   // belongs to the request's user).
@@ -89,7 +94,7 @@ Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
   out->clear();
   out->push_back(Use(global_, "", "global", now_us));
   if (task.subject != nullptr) {
-    out->push_back(Use(task.subject->task->owner, "user:", req.user, now_us));
+    out->push_back(Use(task.subject->owner, "user:", req.user, now_us));
     out->push_back(touch(task));
   } else {
     out->push_back(Use("user:", req.user, now_us));
@@ -134,28 +139,24 @@ void Engine::Prefetch(std::string_view task) {
   if (auto* e = subjects_.Hinted(slot_in.hash)) {
     slot_in.entry = e;
     slot_in.epoch = subject_epoch_;
-    // Up to the end of its task record: what a decision reads.
+    // What a decision reads: through the length of its task's parent, in
+    // libstdc++ the 16th byte of the string (Subject), its second line.
     const char* p = reinterpret_cast<const char*>(e);
-    const char* end = reinterpret_cast<const char*>(&e->second.task + 1);
-    for (; p < end; p += 64) __builtin_prefetch(p);
-    __builtin_prefetch(end - 1);
+    const char* end =
+        reinterpret_cast<const char*>(&e->second.task.parent) + 16;
+    for (; p < end; p += LinePool::kLine) __builtin_prefetch(p);
   }
   // The entry is in cache: its limiters (or their array), and its user's
-  // subject.
-  // A limiter's first 64 bytes: a token bucket's state ends 58 bytes in,
-  // past the line of its start unless that starts a line.
-  auto limiter = [](const Limiter* l) {
-    __builtin_prefetch(l);
-    __builtin_prefetch(reinterpret_cast<const char*>(l) + 63);
-  };
+  // subject. A limiter starts a line (LinePool), and a token bucket is one.
+  auto limiter = [](const Limiter* l) { __builtin_prefetch(l); };
   if (const Subject* s = found(ago(kLimiters))) {
     if (s->limiters.in_place()) {
       for (const auto& l : s->limiters) limiter(l.get());
     } else {
       __builtin_prefetch(s->limiters.data());
     }
-    if (s->task && s->task->owner.epoch == subject_epoch_) {
-      __builtin_prefetch(s->task->owner.resident.subject);
+    if (s->owner.epoch == subject_epoch_) {
+      __builtin_prefetch(&s->owner.entry->second);
     }
   }
   const Subject* s = found(ago(kHeapLimiters));
@@ -169,7 +170,7 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
       prefetch_ring_[(prefetch_next_ - 1 - kPrefetchAhead) % kPrefetchRing];
   // Its entry may hold another key of the same hash: the key decides.
   auto* e = Live(p);
-  if (e != nullptr && e->second.task &&
+  if (e != nullptr && e->second.has_task &&
       ScopeEq{}(ScopeRef{kTaskPrefix, name}, std::string_view(e->first))) {
     ++prefetched_decisions_;
     return Resident{&e->first, &e->second};
@@ -179,11 +180,10 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
 
 bool Engine::AllResident(const AcquireRequest& req,
                          const Subject* task) const {
-  if (task == nullptr || !task->task) return false;
-  const TaskInfo& t = *task->task;
+  if (task == nullptr || !task->has_task) return false;
   // A current cache of its owner: the user's subject is in memory.
-  return t.owner.epoch == subject_epoch_ && t.parent.empty() &&
-         req.resource.empty() && scope_key_internal::Same(t.user, req.user);
+  return task->owner.epoch == subject_epoch_ && task->task.parent.empty() &&
+         req.resource.empty() && OwnedBy(*task, req.user);
 }
 
 std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
@@ -210,15 +210,15 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   }
   // The ancestors in memory, up to the first that is not.
   const std::string* parent =
-      task != nullptr && task->task ? &task->task->parent : &req.parent;
+      task != nullptr && task->has_task ? &task->task.parent : &req.parent;
   for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
        ++depth) {
     const Subject* p = find(kTaskPrefix, *parent);
-    if (p == nullptr || !p->task) {
+    if (p == nullptr || !p->has_task) {
       if (p == nullptr) need(kTaskPrefix, *parent);
       break;
     }
-    parent = &p->task->parent;
+    parent = &p->task.parent;
   }
   return out;
 }
@@ -285,7 +285,7 @@ bool Engine::Evictable(const std::string& scope, const Subject& s,
 void Engine::Evict(const std::string& scope) {
   auto* e = subjects_.find(scope);
   if (e == nullptr) return;
-  if (e->second.task) --task_count_;
+  if (e->second.has_task) --task_count_;
   stored_.Add(scope);
   subjects_.erase(e);
   ++subject_epoch_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "budget/limit_spec.h"
+#include "common/line_pool.h"
 
 namespace brake {
 
@@ -43,7 +44,8 @@ struct LimitUsage {
   int64_t resets_in_us = kNever;  // until fully available again; kNever: never
 };
 
-class Limiter {
+// From LinePool: a limiter starts a cache line (a token bucket is one line).
+class Limiter : public LinePooled {
  public:
   explicit Limiter(SpecRef spec) : spec_(std::move(spec.ptr)) {}
   virtual ~Limiter() = default;

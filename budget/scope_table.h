@@ -1,9 +1,9 @@
 // ScopeTable: the engine's subjects by scope, an open-addressing hash table
 // whose lookups can be prefetched.
 //
-// Each entry (its scope and its value) is allocated on its own and never
-// moves while it is in the table: the engine and open leases hold pointers
-// to them. The table itself is an array of slots, each the entry's full
+// Each entry (its scope and its value) is allocated on its own, from
+// LinePool (so it starts a cache line), and never moves while it is in the
+// table: the engine and open leases hold pointers to them. The table itself is an array of slots, each the entry's full
 // hash beside a pointer to it, probed linearly; a probe compares hashes
 // before it touches an entry, so finding one reads one slot's cache line
 // and the entry. Erasing shifts the following slots back (no tombstones).
@@ -27,13 +27,14 @@
 
 #include "budget/scope_key.h"
 #include "common/huge_page_allocator.h"
+#include "common/line_pool.h"
 
 namespace brake {
 
 template <class V>
 class ScopeTable {
  public:
-  struct Entry {
+  struct Entry : LinePooled {  // starts a cache line
     const std::string first;  // the scope
     V second;
   };
@@ -92,7 +93,7 @@ class ScopeTable {
   Entry* Insert(std::string scope) {
     if ((size_ + 1) * 2 > slots_.size()) Grow();
     const uint64_t hash = Hash(scope);
-    auto* e = new Entry{std::move(scope), V{}};
+    auto* e = new Entry{{}, std::move(scope), V{}};
     Place(Slot{hash, e});
     ++size_;
     return e;

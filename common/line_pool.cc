@@ -1,0 +1,104 @@
+#include "common/line_pool.h"
+
+#include <sanitizer/asan_interface.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace brake {
+namespace {
+
+constexpr size_t kLine = LinePool::kLine;
+constexpr size_t kClasses = LinePool::kMaxBytes / kLine;
+constexpr size_t kFirstChunk = size_t{16} << 10;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+// The blocks of one size: those freed, then the rest of the newest chunk.
+struct SizeClass {
+  FreeBlock* free = nullptr;
+  char* cursor = nullptr;
+  char* end = nullptr;
+  size_t next_chunk = kFirstChunk;  // doubles up to kHugePage
+};
+
+struct Pool {
+  std::mutex mu;
+  SizeClass classes[kClasses];
+  std::vector<void*> chunks;  // kept: a chunk's blocks may be used to exit
+};
+
+Pool& ThePool() {
+  // Never destroyed: objects of static lifetime may be freed after it would.
+  static Pool* const pool = new Pool;
+  return *pool;
+}
+
+// The size class of `bytes` (1 to kMaxBytes): its index and block size.
+size_t ClassOf(size_t bytes) { return (bytes - 1) / kLine; }
+size_t BlockSize(size_t cls) { return (cls + 1) * kLine; }
+
+bool Pooled(size_t bytes) { return bytes != 0 && bytes <= LinePool::kMaxBytes; }
+
+void NewChunk(Pool& pool, SizeClass& c) {
+  const size_t bytes = c.next_chunk;
+  const bool huge = bytes >= kHugePage;
+  pool.chunks.reserve(pool.chunks.size() + 1);  // no throw once allocated
+  void* p = std::aligned_alloc(huge ? kHugePage : kLine, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  if (huge) (void)madvise(p, bytes, MADV_HUGEPAGE);  // a hint only
+  pool.chunks.push_back(p);
+  ASAN_POISON_MEMORY_REGION(p, bytes);
+  c.cursor = static_cast<char*>(p);
+  c.end = c.cursor + bytes;
+  c.next_chunk = std::min(bytes * 2, kHugePage);
+}
+
+}  // namespace
+
+void* LinePool::Allocate(size_t bytes) {
+  if (!Pooled(bytes)) return ::operator new(bytes, std::align_val_t{kLine});
+  Pool& pool = ThePool();
+  const size_t cls = ClassOf(bytes);
+  const size_t size = BlockSize(cls);
+  std::lock_guard<std::mutex> lock(pool.mu);
+  SizeClass& c = pool.classes[cls];
+  void* block;
+  if (c.free != nullptr) {
+    block = c.free;
+    ASAN_UNPOISON_MEMORY_REGION(block, sizeof(FreeBlock));
+    c.free = c.free->next;
+  } else {
+    if (static_cast<size_t>(c.end - c.cursor) < size) NewChunk(pool, c);
+    block = c.cursor;
+    c.cursor += size;
+  }
+  ASAN_UNPOISON_MEMORY_REGION(block, size);
+  return block;
+}
+
+void LinePool::Free(void* block, size_t bytes) {
+  if (block == nullptr) return;
+  if (!Pooled(bytes)) {
+    ::operator delete(block, std::align_val_t{kLine});
+    return;
+  }
+  Pool& pool = ThePool();
+  const size_t cls = ClassOf(bytes);
+  std::lock_guard<std::mutex> lock(pool.mu);
+  SizeClass& c = pool.classes[cls];
+  // A block freed twice is poisoned here already: ASan reports this write.
+  auto* f = static_cast<FreeBlock*>(block);
+  f->next = c.free;
+  c.free = f;
+  ASAN_POISON_MEMORY_REGION(block, BlockSize(cls));
+}
+
+}  // namespace brake

@@ -1,0 +1,46 @@
+// LinePool: memory for the small objects a decision reads at random among
+// millions (a subject's table entry, its limiters), in whole cache lines.
+//
+// From malloc such an object starts 16 bytes into a line three times in
+// four, so a 64-byte token bucket spans two lines and a subject's hot
+// 128 bytes three: at a million subjects, where every line is a miss and
+// the misses a core can have in flight are what bounds a decision, that is
+// a third more misses per decision (docs/PERFORMANCE.md, "Tenth pass").
+// Here every block starts a line and is a whole number of lines, with no
+// header between blocks; blocks come from chunks that grow to 2 MiB and are
+// then asked to be backed by transparent huge pages (HugePageAllocator's
+// reasons). Freed blocks are kept for reuse, per size; chunks are never
+// returned to the system.
+//
+// Thread-safe (a mutex: taken when an object is made or freed, never on a
+// decision). Under AddressSanitizer a free block is poisoned, so a use
+// after free is still reported.
+#pragma once
+
+#include <cstddef>
+
+namespace brake {
+
+class LinePool {
+ public:
+  static constexpr size_t kLine = 64;
+  static constexpr size_t kMaxBytes = 8 * kLine;  // larger: operator new
+
+  // A block of at least `bytes`, starting a cache line. Never null (throws
+  // std::bad_alloc).
+  static void* Allocate(size_t bytes);
+  // Returns a block from Allocate(`bytes`), the same `bytes`.
+  static void Free(void* block, size_t bytes);
+};
+
+// For a class whose objects should come from the pool: a base, or members
+// copied into it (operator delete gets the dynamic size from a virtual
+// destructor).
+struct LinePooled {
+  static void* operator new(size_t bytes) { return LinePool::Allocate(bytes); }
+  static void operator delete(void* p, size_t bytes) {
+    LinePool::Free(p, bytes);
+  }
+};
+
+}  // namespace brake

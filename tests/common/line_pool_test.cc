@@ -1,0 +1,82 @@
+#include "common/line_pool.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "budget/limiter.h"
+#include "budget/scope_table.h"
+
+namespace brake {
+namespace {
+
+bool StartsLine(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % LinePool::kLine == 0;
+}
+
+TEST_CASE("line pool: blocks start a line and do not overlap", "[line_pool]") {
+  // Every size of every class, and some past the largest, many times over
+  // (past the first chunks): each block is filled with its own byte, and
+  // every block still holds its byte when all are made.
+  struct Block {
+    unsigned char* p;
+    size_t bytes;
+  };
+  std::vector<Block> blocks;
+  for (int round = 0; round < 40; ++round) {
+    for (size_t bytes = 1; bytes <= LinePool::kMaxBytes + 130; bytes += 7) {
+      auto* p = static_cast<unsigned char*>(LinePool::Allocate(bytes));
+      REQUIRE(StartsLine(p));
+      std::memset(p, static_cast<int>(blocks.size() % 251), bytes);
+      blocks.push_back({p, bytes});
+    }
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const Block& b = blocks[i];
+    for (size_t k = 0; k < b.bytes; ++k) {
+      if (b.p[k] != i % 251) FAIL("block " << i << " byte " << k);
+    }
+  }
+  for (const Block& b : blocks) LinePool::Free(b.p, b.bytes);
+}
+
+TEST_CASE("line pool: a freed block is made again for its size class",
+          "[line_pool]") {
+  // Sizes of one class share blocks; another class never gets them.
+  void* a = LinePool::Allocate(100);  // two lines
+  LinePool::Free(a, 100);
+  void* b = LinePool::Allocate(65);  // two lines too
+  CHECK(b == a);
+  void* c = LinePool::Allocate(64);  // one line
+  CHECK(c != a);
+  LinePool::Free(b, 65);
+  LinePool::Free(c, 64);
+  LinePool::Free(nullptr, 64);  // as delete of a null pointer
+}
+
+TEST_CASE("line pool: what a decision reads starts a line",
+          "[line_pool]") {
+  // A token bucket is one line; a subject's table entry starts one.
+  LimitSpec spec;
+  spec.name = "rps";
+  spec.resource = Resource::kRequests;
+  spec.algorithm = Algorithm::kTokenBucket;
+  spec.rate = 10;
+  spec.per_ms = 1000;
+  std::vector<std::unique_ptr<Limiter>> limiters;
+  for (int i = 0; i < 100; ++i) {
+    limiters.push_back(MakeLimiter(spec, 0));
+    CHECK(StartsLine(limiters.back().get()));
+  }
+  ScopeTable<int64_t> table;
+  for (int i = 0; i < 100; ++i) {
+    CHECK(StartsLine(table.Insert("task:t" + std::to_string(i))));
+  }
+}
+
+}  // namespace
+}  // namespace brake
