@@ -1,10 +1,10 @@
 #!/bin/bash
 # bench/ab.sh ROUNDS "ARGS" BENCH... : runs each brake-decide-bench binary in
 # turn with ARGS, ROUNDS times over, and prints, per binary and row
-# (subjects/case/prefetch/stored), the minimum and the median ns per
-# decision of the rounds, then every round. Alternating the binaries is what
-# lets a before/after through on a VM whose speed drifts by tens of percent
-# within minutes (docs/PERFORMANCE.md, "Ninth pass").
+# (subjects/case/prefetch/stored, and /random for --order random), the
+# minimum and the median ns per decision of the rounds, then every round.
+# Alternating the binaries is what lets a before/after through on a VM whose
+# speed drifts by tens of percent within minutes (docs/PERFORMANCE.md, "Ninth pass").
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: bench/ab.sh ROUNDS \"ARGS\" BENCH..." >&2
@@ -20,7 +20,8 @@ for _ in $(seq "$rounds"); do
     # shellcheck disable=SC2086  # ARGS is a list of flags
     "$bin" $args 2>&1 |
       awk -v b="$bin" '$1 ~ /^[0-9]+$/ && NF >= 10 {
-        print b, $1 "/" $2 "/" $3 "/" $4, $6
+        order = $NF == "random" ? "/random" : ""
+        print b, $1 "/" $2 "/" $3 "/" $4 order, $6
       }' >>"$out"
   done
 done

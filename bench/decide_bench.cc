@@ -6,7 +6,8 @@
 // Every engine has token-bucket policies on `global`, `user:*` and `task:*`,
 // so each acquire resolves three scopes and checks three limiters. Subject i
 // is task "t<i>" of user "u<i % 1000>". After creating N subjects (one
-// acquire each), a fixed number of decisions goes round-robin over them:
+// acquire each), a fixed number of decisions goes round-robin over them, in
+// the order they were made (seq) or in one drawn at random (random):
 //   grant  acquire granted, then cancelled (timed separately)
 //   deny   acquire denied by the task's bucket (global and user admit first)
 //   dry    acquire with dry_run: evaluated, granted, nothing charged
@@ -39,13 +40,13 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/decide_subjects.h"
 #include "budget/engine.h"
 
 namespace brake::bench {
 namespace {
 
 constexpr int kBatch = 1024;
-constexpr int64_t kUsers = 1000;
 constexpr int64_t kStartUs = 1'780'000'000'000'000;  // a wall-anchored now
 constexpr int64_t kLeaseTtlUs = 100'000;  // simulated: 100k decisions
 // For the memory figure: settled leases are forgotten after 500 subjects,
@@ -63,6 +64,9 @@ constexpr const char* kUsage = R"(usage: brake-decide-bench [flags]
                       Engine::Prefetch of the request kPrefetchAhead places
                       ahead, as the daemon does when the subjects outgrow
                       the caches (default both: a row each)
+  --order LIST        seq,random or one of them: the subjects asked about
+                      in the order they were made (and so in memory order),
+                      or in an order drawn at random (default seq)
   --stored WHEN       off, on or both: whether every subject is also noted
                       as stored (in the engine's filter of stored scopes),
                       as in a daemon restarted over its database, so that
@@ -84,66 +88,6 @@ int64_t CpuNs() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
-
-// Sets `out` to prefix + decimal `n` without allocating (SSO-sized names).
-void Name(std::string* out, char prefix, int64_t n) {
-  char buf[24];
-  buf[0] = prefix;
-  auto [end, ec] = std::to_chars(buf + 1, buf + sizeof(buf), n);
-  (void)ec;
-  out->assign(buf, end);
-}
-
-void SetSubject(AcquireRequest* req, int64_t i) {
-  Name(&req->user, 'u', i % kUsers);
-  Name(&req->task, 't', i);
-}
-
-// Adds one to the decimal number after the one-letter prefix of `s`, in
-// place: the next subject's name for a digit or two of work.
-void Increment(std::string* s) {
-  for (size_t i = s->size(); i > 1;) {
-    char& c = (*s)[--i];
-    if (c != '9') {
-      ++c;
-      return;
-    }
-    c = '0';
-  }
-  s->insert(1, 1, '1');
-}
-
-// The request's subjects in turn: subject `first`, then each next one,
-// wrapping at `subjects`. The names are spelled by counting in place, so
-// that the timed loop measures the decision rather than building names
-// (formatting two numbers per request cost 176 instructions, 13 % of a
-// denial); the same names in the same order as SetSubject.
-class SubjectCursor {
- public:
-  SubjectCursor(AcquireRequest* req, int64_t first, int64_t subjects)
-      : req_(req), i_(first % subjects), u_(i_ % kUsers), subjects_(subjects) {
-    SetSubject(req_, i_);
-  }
-  void Next() {
-    if (++i_ == subjects_) {
-      i_ = u_ = 0;
-      SetSubject(req_, 0);
-      return;
-    }
-    if (++u_ == kUsers) {
-      u_ = 0;
-      Name(&req_->user, 'u', 0);
-    } else {
-      Increment(&req_->user);
-    }
-    Increment(&req_->task);
-  }
-
- private:
-  AcquireRequest* req_;
-  int64_t i_, u_;
-  const int64_t subjects_;
-};
 
 Policy BucketPolicy(int64_t rate, int64_t per_ms, int64_t burst) {
   LimitSpec spec;
@@ -229,16 +173,17 @@ std::unique_ptr<Bench> MakeBench(int64_t subjects, bool hierarchy,
 // (--toggle-collect='*TimedAcquires*' etc.).
 [[gnu::noinline]] void TimedAcquires(Bench* b, AcquireRequest* req,
                                      int64_t first, int n, int64_t subjects,
-                                     bool prefetch,
+                                     bool prefetch, const Shuffled* order,
                                      std::vector<std::string>* leases,
                                      uint64_t* granted) {
   // One outcome for all, as the daemon keeps one.
   AcquireOutcome& out = b->outcome;
-  SubjectCursor subject(req, first, subjects);
+  SubjectCursor subject(req, first, subjects, order);
   // With prefetch, the request Engine::kPrefetchAhead places ahead is
   // announced before each decision, as a caller holding a batch would.
   AcquireRequest ahead = *req;
-  SubjectCursor next(&ahead, first + Engine::kPrefetchAhead, subjects);
+  SubjectCursor next(&ahead, first + Engine::kPrefetchAhead, subjects,
+                     order);
   for (int k = 0; k < n; ++k, subject.Next()) {
     if (prefetch) {
       b->engine.Prefetch(ahead.task);
@@ -272,7 +217,8 @@ struct CaseResult {
 };
 
 CaseResult RunCase(const std::string& kind, int64_t subjects,
-                   int64_t iterations, bool prefetch, bool stored) {
+                   int64_t iterations, bool prefetch, bool stored,
+                   const Shuffled* order) {
   const bool deny = kind == "deny";
   std::unique_ptr<Bench> b =
       MakeBench(subjects, /*hierarchy=*/true, /*stingy_tasks=*/deny,
@@ -298,7 +244,7 @@ CaseResult RunCase(const std::string& kind, int64_t subjects,
     leases.clear();
     const Clock::time_point wall0 = Clock::now();
     const int64_t t0 = CpuNs();
-    TimedAcquires(b.get(), &req, done, n, subjects, prefetch, &leases,
+    TimedAcquires(b.get(), &req, done, n, subjects, prefetch, order, &leases,
                   &out.granted);
     const int64_t t1 = CpuNs();
     TimedCancels(b.get(), leases);
@@ -387,6 +333,23 @@ bool ParseWhen(const std::string& value, std::vector<bool>* out) {
   return true;
 }
 
+void PrintRow(int64_t subjects, const std::string& kind, bool prefetch,
+              bool stored, const std::string& order, const CaseResult& r) {
+  const double d = static_cast<double>(r.decisions);
+  const double acquire = static_cast<double>(r.acquire_ns) / d;
+  const double cancel = static_cast<double>(r.cancel_ns) / d;
+  const double per = acquire + cancel;
+  std::printf(
+      "%9lld  %-5s  %3s  %3s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  %11.0f  "
+      "%9llu  %s\n",
+      static_cast<long long>(subjects), kind.c_str(), prefetch ? "on" : "off",
+      stored ? "on" : "off", 1e9 / per, per, acquire, cancel,
+      static_cast<double>(r.housekeeping_ns) / d,
+      static_cast<double>(r.wall_ns) / d,
+      static_cast<unsigned long long>(r.granted), order.c_str());
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
   int64_t iterations = 1'000'000;
   int64_t memory_subjects = 1'000'000;
@@ -394,6 +357,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> cases{"grant", "deny", "dry"};
   std::vector<bool> prefetches{false, true};
   std::vector<bool> storeds{false};
+  std::vector<std::string> orders{"seq"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -421,6 +385,13 @@ int Main(int argc, char** argv) {
     } else if (arg == "--prefetch" || arg == "--stored") {
       if (!ParseWhen(value, arg == "--stored" ? &storeds : &prefetches)) {
         return Usage(arg + " needs off, on or both");
+      }
+    } else if (arg == "--order") {
+      if (!ParseList(value, &orders)) return Usage(arg + " needs a list");
+      for (const std::string& o : orders) {
+        if (o != "seq" && o != "random") {
+          return Usage(arg + ": unknown order " + o);
+        }
       }
     } else if (arg == "--cases") {
       if (!ParseList(value, &cases)) return Usage(arg + " needs a list");
@@ -454,28 +425,21 @@ int Main(int argc, char** argv) {
       "acquire + cancel);\nwall ns/dec is the same by steady_clock; "
       "housekeeping (drain + forget) is not counted in a decision\n\n",
       static_cast<long long>(iterations));
-  std::printf("%9s  %-5s  %3s  %3s  %11s  %7s  %10s  %9s  %10s  %11s  %9s\n",
-              "subjects", "case", "pf", "st", "decisions/s", "ns/dec",
-              "ns/acquire", "ns/cancel", "ns/housek.", "wall ns/dec",
-              "granted");
+  std::printf(
+      "%9s  %-5s  %3s  %3s  %11s  %7s  %10s  %9s  %10s  %11s  %9s  %s\n",
+      "subjects", "case", "pf", "st", "decisions/s", "ns/dec", "ns/acquire",
+      "ns/cancel", "ns/housek.", "wall ns/dec", "granted", "order");
   for (int64_t subjects : subject_counts) {
-    for (const std::string& kind : cases) {
-      for (bool prefetch : prefetches) {
-        for (bool stored : storeds) {
-          CaseResult r = RunCase(kind, subjects, iterations, prefetch, stored);
-          const double d = static_cast<double>(r.decisions);
-          const double acquire = static_cast<double>(r.acquire_ns) / d;
-          const double cancel = static_cast<double>(r.cancel_ns) / d;
-          const double per = acquire + cancel;
-          std::printf(
-              "%9lld  %-5s  %3s  %3s  %11.0f  %7.0f  %10.0f  %9.0f  %10.0f  "
-              "%11.0f  %9llu\n",
-              static_cast<long long>(subjects), kind.c_str(),
-              prefetch ? "on" : "off", stored ? "on" : "off", 1e9 / per, per,
-              acquire, cancel, static_cast<double>(r.housekeeping_ns) / d,
-              static_cast<double>(r.wall_ns) / d,
-              static_cast<unsigned long long>(r.granted));
-          std::fflush(stdout);
+    for (const std::string& order : orders) {
+      std::unique_ptr<Shuffled> shuffled;
+      if (order == "random") shuffled = std::make_unique<Shuffled>(subjects);
+      for (const std::string& kind : cases) {
+        for (bool prefetch : prefetches) {
+          for (bool stored : storeds) {
+            PrintRow(subjects, kind, prefetch, stored, order,
+                     RunCase(kind, subjects, iterations, prefetch, stored,
+                             shuffled.get()));
+          }
         }
       }
     }
