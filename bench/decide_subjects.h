@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,25 +45,35 @@ inline void Increment(std::string* s) {
 }
 
 // The subjects in an order drawn at random (seeded: the same in every run),
-// each one's names spelled in advance in that order, so that a request
-// reads them from lists walked in step rather than from a table it would
-// jump around in (misses of its own, not the engine's).
+// each one's names spelled in advance in that order, 16 bytes a subject, so
+// that a request reads them from a list walked in step (and prefetched)
+// rather than from a table it would jump around in: misses of its own, not
+// the engine's. Without the prefetch, 10 % of a random-order run's time at a
+// million subjects went to copying the names (perf).
 struct Shuffled {
+  struct Names {
+    uint16_t user;  // index in `users`
+    uint8_t length;
+    char task[13];
+  };
+  static_assert(sizeof(Names) == 16);
+
   explicit Shuffled(int64_t subjects) {
     std::vector<int64_t> order(static_cast<size_t>(subjects));
     for (int64_t i = 0; i < subjects; ++i) order[static_cast<size_t>(i)] = i;
     std::mt19937_64 rng(20261201);
     std::shuffle(order.begin(), order.end(), rng);
-    tasks.resize(order.size());
-    user_of.resize(order.size());
-    for (size_t k = 0; k < order.size(); ++k) {
-      Name(&tasks[k], 't', order[k]);
-      user_of[k] = static_cast<uint16_t>(order[k] % kUsers);
+    std::string name;
+    for (int64_t i : order) {
+      Name(&name, 't', i);
+      Names& n = names.emplace_back();
+      n.user = static_cast<uint16_t>(i % kUsers);
+      n.length = static_cast<uint8_t>(name.size());  // "t" + 12 digits at most
+      name.copy(n.task, sizeof n.task);
     }
     for (int64_t u = 0; u < kUsers; ++u) Name(&users.emplace_back(), 'u', u);
   }
-  std::vector<std::string> tasks;  // the k-th subject's task name
-  std::vector<uint16_t> user_of;   // and its user's index in `users`
+  std::vector<Names> names;  // the k-th subject's
   std::vector<std::string> users;
 };
 
@@ -112,8 +123,21 @@ class SubjectCursor {
  private:
   void SetShuffled() {
     const auto k = static_cast<size_t>(i_);
-    req_->task.assign(shuffled_->tasks[k]);
-    req_->user.assign(shuffled_->users[shuffled_->user_of[k]]);
+    const std::vector<Shuffled::Names>& all = shuffled_->names;
+    __builtin_prefetch(&all[std::min(k + 64, all.size() - 1)]);
+    const Shuffled::Names& n = all[k];
+    Put(&req_->task, n.task, n.length);
+    const std::string& user = shuffled_->users[n.user];
+    Put(&req_->user, user.data(), user.size());
+  }
+  // s = [p, p + n): in place when the length is the same (most names at
+  // any size; an assign cost 60 instructions, 7 % of a denial).
+  static void Put(std::string* s, const char* p, size_t n) {
+    if (s->size() == n) {
+      std::memcpy(s->data(), p, n);
+    } else {
+      s->assign(p, n);
+    }
   }
 
   AcquireRequest* req_;
