@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "budget/pricing.h"  // SaturatingAdd
-#include "budget/scope_key.h"  // HashBytes
+#include "budget/scope_key.h"  // HashBytes, Same
 
 namespace brake {
 
@@ -31,7 +31,9 @@ uint32_t SubjectCounter::Find(std::string_view subject, uint64_t hash) const {
   for (size_t i = hash & mask; slots_[i] != 0; i = (i + 1) & mask) {
     if ((slots_[i] & ~uint64_t{UINT32_MAX}) != tag) continue;
     const uint32_t e = EntryOf(slots_[i]);
-    if (entries_[e].activity.subject == subject) return e;
+    if (scope_key_internal::Same(entries_[e].activity.subject, subject)) {
+      return e;
+    }
   }
   return kNone;
 }
@@ -114,6 +116,25 @@ void SubjectCounter::Unlink(uint32_t e) {
   free_bucket_ = b;
 }
 
+void SubjectCounter::BuildBuckets() {
+  std::vector<uint32_t> order(entries_.size());
+  for (uint32_t e = 0; e < order.size(); ++e) order[e] = e;
+  std::sort(order.begin(), order.end(), [this](uint32_t x, uint32_t y) {
+    const Entry& a = entries_[x];
+    const Entry& b = entries_[y];
+    const int64_t ra = RankOf(a.activity), rb = RankOf(b.activity);
+    return ra != rb ? ra < rb : a.since < b.since;
+  });
+  for (uint32_t e : order) {
+    const int64_t rank = RankOf(entries_[e].activity);
+    const uint32_t top = highest_;
+    Append(e, top != kNone && buckets_[top].rank == rank
+                  ? top
+                  : NewBucket(rank, top, kNone));
+  }
+  ranked_ = true;
+}
+
 void SubjectCounter::Record(const std::string& subject, bool granted,
                             int64_t tokens, int64_t usd_nano) {
   const uint64_t hash = scope_key_internal::HashBytes(subject);
@@ -124,6 +145,7 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
       e = static_cast<uint32_t>(entries_.size());
       entries_.emplace_back();
     } else {
+      if (!ranked_) BuildBuckets();
       // Full: the lowest rank makes room, and the newcomer inherits it (it
       // may have been as busy as that before it was seen).
       e = buckets_[lowest_].head;
@@ -138,11 +160,13 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
     fresh.grants = fresh.denials = fresh.tokens = fresh.usd_nano = 0;
     fresh.uncounted_max = inherited;
     InsertSlot(e);
-    // `inherited` is the lowest rank there is (or 0, below every other).
-    const uint32_t low = lowest_;
-    Append(e, low != kNone && buckets_[low].rank == inherited
-                  ? low
-                  : NewBucket(inherited, kNone, low));
+    if (ranked_) {
+      // `inherited` is the lowest rank there is (or 0, below every other).
+      const uint32_t low = lowest_;
+      Append(e, low != kNone && buckets_[low].rank == inherited
+                    ? low
+                    : NewBucket(inherited, kNone, low));
+    }
   }
   Entry& entry = entries_[e];
   SubjectActivity& a = entry.activity;
@@ -152,6 +176,10 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
     a.usd_nano = SaturatingAdd(a.usd_nano, std::max<int64_t>(0, usd_nano));
   } else {
     a.denials = SaturatingAdd(a.denials, 1);
+  }
+  if (!ranked_) {
+    entry.since = ++records_;
+    return;
   }
   const int64_t rank = RankOf(a);
   const uint32_t b = entry.bucket;
@@ -181,21 +209,27 @@ std::vector<SubjectActivity> SubjectCounter::Top(
   // query costs about `limit` steps, not the whole table.
   std::vector<const SubjectActivity*> best;  // a heap, least busy in front
   if (limit == 0) return {};
-  for (uint32_t b = highest_; b != kNone; b = buckets_[b].lower) {
+  auto consider = [&](const SubjectActivity& a) {
+    if (keep && !keep(a.subject)) return;
+    if (best.size() < limit) {
+      best.push_back(&a);
+      std::push_heap(best.begin(), best.end(), busier);
+    } else if (busier(&a, best.front())) {
+      std::pop_heap(best.begin(), best.end(), busier);
+      best.back() = &a;
+      std::push_heap(best.begin(), best.end(), busier);
+    }
+  };
+  if (!ranked_) {
+    for (const Entry& e : entries_) consider(e.activity);
+  }
+  for (uint32_t b = ranked_ ? highest_ : kNone; b != kNone;
+       b = buckets_[b].lower) {
     if (best.size() == limit && buckets_[b].rank < best.front()->activity()) {
       break;
     }
     for (uint32_t e = buckets_[b].head; e != kNone; e = entries_[e].next) {
-      const SubjectActivity& a = entries_[e].activity;
-      if (keep && !keep(a.subject)) continue;
-      if (best.size() < limit) {
-        best.push_back(&a);
-        std::push_heap(best.begin(), best.end(), busier);
-      } else if (busier(&a, best.front())) {
-        std::pop_heap(best.begin(), best.end(), busier);
-        best.back() = &a;
-        std::push_heap(best.begin(), best.end(), busier);
-      }
+      consider(entries_[e].activity);
     }
   }
   std::sort(best.begin(), best.end(), busier);

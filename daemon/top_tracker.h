@@ -65,10 +65,17 @@ class SubjectCounter {
   // compares but the key's. Entries and buckets are pools addressed by
   // index: a newcomer reuses the evicted entry (and its name's storage),
   // so a stream of new subjects allocates nothing once the pools are full.
+  //
+  // The buckets only matter once an entry must be evicted: until the
+  // counter is first full, a Record only counts (and notes when, `since`),
+  // and the first eviction builds the buckets from the ranks, each bucket
+  // in the order its entries reached their rank, as moving them one by one
+  // would have left them (BuildBuckets). Until then Top scans every entry.
   static constexpr uint32_t kNone = UINT32_MAX;
   struct Entry {
     SubjectActivity activity;
     uint64_t hash = 0;
+    uint64_t since = 0;  // the Record that last counted it (before ranked_)
     uint32_t bucket = kNone;
     uint32_t prev = kNone;  // towards the bucket's head (evicted first)
     uint32_t next = kNone;
@@ -96,6 +103,8 @@ class SubjectCounter {
   void Append(uint32_t e, uint32_t b);
   // Takes entry `e` out of its bucket, freeing the bucket when it empties.
   void Unlink(uint32_t e);
+  // Puts every entry into its bucket (ranked_ from then on).
+  void BuildBuckets();
 
   size_t capacity_;
   std::vector<Entry> entries_;
@@ -104,6 +113,8 @@ class SubjectCounter {
   uint32_t lowest_ = kNone;
   uint32_t highest_ = kNone;
   std::vector<uint64_t> slots_;
+  bool ranked_ = false;  // the buckets are kept (since the first eviction)
+  uint64_t records_ = 0;  // Records counted before ranked_
 };
 
 enum class TopKind { kUser, kTask, kResource };
