@@ -4,8 +4,10 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <new>
 #include <vector>
 
@@ -29,8 +31,24 @@ struct SizeClass {
   size_t next_chunk = kFirstChunk;  // doubles up to kHugePage
 };
 
+// A lock for a few dozen instructions at a time, taken by one thread nearly
+// always: an atomic exchange, where a pthread mutex cost two calls and ~55
+// instructions (callgrind) per block.
+class SpinLock {
+ public:
+  void lock() {
+    while (held_.test_and_set(std::memory_order_acquire)) {
+      std::this_thread::yield();
+    }
+  }
+  void unlock() { held_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag held_ = ATOMIC_FLAG_INIT;
+};
+
 struct Pool {
-  std::mutex mu;
+  SpinLock mu;
   SizeClass classes[kClasses];
   std::vector<void*> chunks;  // kept: a chunk's blocks may be used to exit
 };
@@ -68,7 +86,7 @@ void* LinePool::Allocate(size_t bytes) {
   Pool& pool = ThePool();
   const size_t cls = ClassOf(bytes);
   const size_t size = BlockSize(cls);
-  std::lock_guard<std::mutex> lock(pool.mu);
+  std::lock_guard<SpinLock> lock(pool.mu);
   SizeClass& c = pool.classes[cls];
   void* block;
   if (c.free != nullptr) {
@@ -92,7 +110,7 @@ void LinePool::Free(void* block, size_t bytes) {
   }
   Pool& pool = ThePool();
   const size_t cls = ClassOf(bytes);
-  std::lock_guard<std::mutex> lock(pool.mu);
+  std::lock_guard<SpinLock> lock(pool.mu);
   SizeClass& c = pool.classes[cls];
   // A block freed twice is poisoned here already: ASan reports this write.
   auto* f = static_cast<FreeBlock*>(block);

@@ -12,8 +12,8 @@
 // reasons). Freed blocks are kept for reuse, per size; chunks are never
 // returned to the system.
 //
-// Thread-safe (a mutex: taken when an object is made or freed, never on a
-// decision). Under AddressSanitizer a free block is poisoned, so a use
+// Thread-safe (a spin lock, taken when an object is made or freed, never on
+// a decision). Under AddressSanitizer a free block is poisoned, so a use
 // after free is still reported.
 #pragma once
 
