@@ -101,6 +101,7 @@ class SubjectCursor {
     }
   }
   void Next() {
+    if (subjects_ == 1) return;  // the names stay
     if (shuffled_ != nullptr) {
       if (++i_ == subjects_) i_ = 0;
       SetShuffled();

@@ -94,7 +94,8 @@ inline uint64_t HashBytes(std::string_view s) {
 
 // a == b for `n` bytes each; inline for up to 16 (a libc memcmp call cost
 // as much as the rest of a lookup's compare).
-inline bool SameBytes(const char* a, const char* b, size_t n) {
+[[gnu::always_inline]] inline bool SameBytes(const char* a, const char* b,
+                                             size_t n) {
   if (n > 16) return std::memcmp(a, b, n) == 0;
   if (n >= 8) {
     return ((Load64(a) ^ Load64(b)) |
