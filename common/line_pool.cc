@@ -1,15 +1,15 @@
 #include "common/line_pool.h"
 
 #include <sanitizer/asan_interface.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <thread>
 #include <new>
+#include <thread>
 #include <vector>
+
+#include "common/huge_page_allocator.h"
 
 namespace brake {
 namespace {
@@ -17,7 +17,13 @@ namespace {
 constexpr size_t kLine = LinePool::kLine;
 constexpr size_t kClasses = LinePool::kMaxBytes / kLine;
 constexpr size_t kFirstChunk = size_t{16} << 10;
-constexpr size_t kHugePage = size_t{2} << 20;
+
+// A chunk's unit: HugePageAllocator<Line> gives line-aligned memory, and from
+// 2 MiB up asks for it on huge pages.
+struct alignas(kLine) Line {
+  char bytes[kLine];
+};
+constexpr size_t kHugePage = HugePageAllocator<Line>::kHugePage;
 
 struct FreeBlock {
   FreeBlock* next;
@@ -67,11 +73,8 @@ bool Pooled(size_t bytes) { return bytes != 0 && bytes <= LinePool::kMaxBytes; }
 
 void NewChunk(Pool& pool, SizeClass& c) {
   const size_t bytes = c.next_chunk;
-  const bool huge = bytes >= kHugePage;
   pool.chunks.reserve(pool.chunks.size() + 1);  // no throw once allocated
-  void* p = std::aligned_alloc(huge ? kHugePage : kLine, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  if (huge) (void)madvise(p, bytes, MADV_HUGEPAGE);  // a hint only
+  void* p = HugePageAllocator<Line>().allocate(bytes / kLine);
   pool.chunks.push_back(p);
   ASAN_POISON_MEMORY_REGION(p, bytes);
   c.cursor = static_cast<char*>(p);

@@ -8,9 +8,9 @@
 // a third more misses per decision (docs/PERFORMANCE.md, "Tenth pass").
 // Here every block starts a line and is a whole number of lines, with no
 // header between blocks; blocks come from chunks that grow to 2 MiB and are
-// then asked to be backed by transparent huge pages (HugePageAllocator's
-// reasons). Freed blocks are kept for reuse, per size; chunks are never
-// returned to the system.
+// then backed by transparent huge pages where the system allows
+// (HugePageAllocator). Freed blocks are kept for reuse, per size; chunks are
+// never returned to the system.
 //
 // Thread-safe (a spin lock, taken when an object is made or freed, never on
 // a decision). Under AddressSanitizer a free block is poisoned, so a use
