@@ -173,7 +173,7 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
   if (e != nullptr && e->second.has_task &&
       ScopeEq{}(ScopeRef{kTaskPrefix, name}, std::string_view(e->first))) {
     ++prefetched_decisions_;
-    return Resident{&e->first, &e->second};
+    return ResidentOf(e);
   }
   return TaskSubject(name);
 }

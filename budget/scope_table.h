@@ -3,10 +3,11 @@
 //
 // Each entry (its scope and its value) is allocated on its own, from
 // LinePool (so it starts a cache line), and never moves while it is in the
-// table: the engine and open leases hold pointers to them. The table itself is an array of slots, each the entry's full
-// hash beside a pointer to it, probed linearly; a probe compares hashes
-// before it touches an entry, so finding one reads one slot's cache line
-// and the entry. Erasing shifts the following slots back (no tombstones).
+// table: the engine and open leases hold pointers to them. The table itself
+// is an array of slots, each the entry's full hash beside a pointer to it,
+// probed linearly; a probe compares hashes before it touches an entry, so
+// finding one reads one slot's cache line and the entry. Erasing shifts the
+// following slots back (no tombstones).
 //
 // Why not std::unordered_map: its bucket holds the node *before* the first
 // of the bucket, so a lookup reads three unrelated cache lines, and where a

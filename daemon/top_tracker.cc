@@ -206,7 +206,8 @@ std::vector<SubjectActivity> SubjectCounter::Top(
   };
   // Activity never exceeds rank, so walk the ranks from the top and stop
   // once no lower rank can beat the least busy of the `limit` found: a
-  // query costs about `limit` steps, not the whole table.
+  // query costs about `limit` steps, not the whole table (once ranked:
+  // before the first eviction it scans every entry).
   std::vector<const SubjectActivity*> best;  // a heap, least busy in front
   if (limit == 0) return {};
   auto consider = [&](const SubjectActivity& a) {
@@ -220,16 +221,17 @@ std::vector<SubjectActivity> SubjectCounter::Top(
       std::push_heap(best.begin(), best.end(), busier);
     }
   };
-  if (!ranked_) {
+  if (!ranked_) {  // no buckets yet: every entry
     for (const Entry& e : entries_) consider(e.activity);
-  }
-  for (uint32_t b = ranked_ ? highest_ : kNone; b != kNone;
-       b = buckets_[b].lower) {
-    if (best.size() == limit && buckets_[b].rank < best.front()->activity()) {
-      break;
-    }
-    for (uint32_t e = buckets_[b].head; e != kNone; e = entries_[e].next) {
-      consider(entries_[e].activity);
+  } else {
+    for (uint32_t b = highest_; b != kNone; b = buckets_[b].lower) {
+      if (best.size() == limit &&
+          buckets_[b].rank < best.front()->activity()) {
+        break;
+      }
+      for (uint32_t e = buckets_[b].head; e != kNone; e = entries_[e].next) {
+        consider(entries_[e].activity);
+      }
     }
   }
   std::sort(best.begin(), best.end(), busier);
