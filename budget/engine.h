@@ -299,6 +299,12 @@ class Engine {
   static Resident ResidentOf(ScopeTable<Subject>::Entry* e) {
     return Resident{&e->first, &e->second};
   }
+  // The subject whose key `scope` is (a Resident's scope, as a lease's
+  // reserved scopes are: each stays in memory while the lease is open),
+  // without a lookup.
+  static Resident ResidentOfKey(const std::string* scope) {
+    return ResidentOf(ScopeTable<Subject>::EntryOfKey(scope));
+  }
   // The same through `cache`, looking up only when a subject has left
   // memory since it was filled.
   Resident Use(CachedSubject& cache, std::string_view prefix,

@@ -57,8 +57,9 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
   }
   const bool spent = actual.requests || actual.tokens || actual.usd_nano;
   for (uint32_t i = 0; i < lease.reserved; ++i) {
-    Resident r = Use("", *lease.scopes[i], now_us);
+    const Resident r = ResidentOfKey(lease.scopes[i]);
     Subject& subject = *r.subject;
+    subject.used_us = std::max(subject.used_us, now_us);
     --subject.leases;
     AddTotals(subject.reserved, reserved, -1);
     if (!subject.limiters.empty()) MarkLimitersUnsaved(r);
@@ -127,7 +128,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   row.latency_ms = req.latency_ms;
   row.outcome = req.outcome;
   Settlement s{actual.tokens, actual.usd_nano, false};
-  leases_.Settle(req.lease, s, now_us);
+  leases_.Settle(lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
   return s;
 }
@@ -139,7 +140,7 @@ Result<bool> Engine::Cancel(const std::string& id, int64_t now_us) {
     return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + id);
   }
   SettleLease(*lease, Totals{}, now_us);
-  leases_.Settle(id, Settlement{0, 0, false}, now_us);
+  leases_.Settle(*lease, Settlement{0, 0, false}, now_us);
   return false;
 }
 
@@ -158,7 +159,7 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
         ledger_.emplace_back(LedgerRowOf(lease, id, actual, now_us));
     row.outcome = "expired";
     row.expired = true;
-    leases_.Settle(id, Settlement{actual.tokens, actual.usd_nano, false},
+    leases_.Settle(lease, Settlement{actual.tokens, actual.usd_nano, false},
                    now_us);
     if (expired != nullptr) expired->push_back(id);
     ++n;

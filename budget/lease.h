@@ -85,7 +85,8 @@ struct Lease {
   // `reserved` hold its reservation (and its spend, once settled); any after
   // are other scopes its charges name (a restored row only; no acquire
   // makes one). Each points at the engine's key of a subject in memory,
-  // which stays while a lease holds it, or into `names`.
+  // which stays while a lease holds it (the engine finds the subject from
+  // its key's address), or into `names`.
   std::vector<const std::string*> scopes;
   uint32_t reserved = 0;
   // A decoded (or hand-made) lease's own scope strings, until the engine

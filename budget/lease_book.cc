@@ -1,5 +1,6 @@
 #include "budget/lease_book.h"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -8,8 +9,6 @@
 
 namespace brake {
 namespace {
-
-constexpr size_t kMaxPooled = 256;
 
 void EraseLate(std::multimap<int64_t, std::string>& late, int64_t at_us,
                const std::string& id) {
@@ -75,6 +74,7 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
     late_.emplace(expires_at_us, IdOf(lease));
   }
   ++open_;
+  peak_open_ = std::max(peak_open_, open_);
   List(slot, number, "");
   return lease;
 }
@@ -134,36 +134,56 @@ void LeaseBook::List(Slot& slot, uint64_t number, std::string_view id) {
   }
 }
 
-void LeaseBook::MarkChanged(const Lease& lease) {
-  if (lease.number != 0) {
-    if (lease.number < base_ || lease.number - base_ >= ring_.size()) return;
-    Slot& slot = ring_[lease.number - base_];
-    if (!slot.settled) List(slot, lease.number, "");
-    return;
+LeaseBook::Slot* LeaseBook::SlotOf(const Lease& lease) {
+  if (lease.number == 0) return SlotOf(lease.id());
+  if (lease.number < base_ || lease.number - base_ >= ring_.size()) {
+    return nullptr;
   }
-  const std::string id(lease.id());
-  Slot* slot = SlotOf(id);
-  if (slot != nullptr && !slot->settled) List(*slot, 0, id);
+  return &ring_[lease.number - base_];
+}
+
+void LeaseBook::MarkChanged(const Lease& lease) {
+  Slot* slot = SlotOf(lease);
+  if (slot != nullptr && !slot->settled) List(*slot, lease.number, lease.id());
 }
 
 void LeaseBook::Recycle(std::unique_ptr<Lease> lease) {
-  if (pool_.size() < kMaxPooled) pool_.push_back(std::move(lease));
+  const size_t cap = std::max({kMinPooled, peak_open_, last_peak_open_});
+  if (pool_.size() + open_ < cap) pool_.push_back(std::move(lease));
+  if (++span_settled_ < kSpan) return;
+  span_settled_ = 0;
+  last_peak_open_ = peak_open_;
+  peak_open_ = open_;
+  const size_t keep = std::max(kMinPooled, last_peak_open_);
+  if (pool_.size() + open_ > keep) {
+    pool_.resize(keep > open_ ? keep - open_ : 0);
+  }
 }
 
-void LeaseBook::Settle(const std::string& id, const Settlement& s,
+void LeaseBook::Settle(std::string_view id, const Settlement& s,
                        int64_t now_us) {
-  Slot* slot = SlotOf(id);
+  if (Lease* lease = Find(id)) Settle(*lease, s, now_us);
+}
+
+void LeaseBook::Settle(Lease& lease, const Settlement& s, int64_t now_us) {
+  Slot* slot = SlotOf(lease);
   if (slot == nullptr || slot->settled) return;
   // An earlier run's lease may have this run's spelling (below base_).
-  const uint64_t number = slot->lease->number;
-  if (slot->late) EraseLate(late_, slot->lease->expires_at_us, id);
+  const uint64_t number = lease.number;
+  // Its id, spelled only when a list keeps it.
+  std::string id;
+  if (number == 0) id = lease.id();
+  if (slot->late) {
+    if (number != 0) IdOf(lease, &id);
+    EraseLate(late_, lease.expires_at_us, id);
+  }
   slot->result = s;
   slot->settled = true;
   slot->settled_at_us = now_us;
-  Recycle(std::move(slot->lease));
   --open_;
+  Recycle(std::move(slot->lease));
   if (slot->stored) List(*slot, number, id);  // its row goes
-  if (number == 0) other_settled_.emplace(now_us, id);
+  if (number == 0) other_settled_.emplace(now_us, std::move(id));
 }
 
 void LeaseBook::ForgetSettledBefore(int64_t cutoff_us) {

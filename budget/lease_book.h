@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "budget/fifo.h"
 #include "budget/lease.h"
 #include "common/records.h"
 
@@ -31,6 +31,15 @@ namespace brake {
 
 class LeaseBook {
  public:
+  // Settled lease objects are kept for reuse, so that opening a lease
+  // allocates nothing. The kept and the open together are at most the most
+  // that were open at once lately (the larger peak of this span of kSpan
+  // settlements and the last), or kMinPooled: a steady load, however many
+  // leases it holds open, reuses them all, and what a burst left over goes
+  // within two spans.
+  static constexpr size_t kMinPooled = 256;
+  static constexpr uint32_t kSpan = 1 << 16;
+
   explicit LeaseBook(std::string prefix) : prefix_(std::move(prefix)) {}
 
   // A new open lease with its number and expiry set and every other field
@@ -51,8 +60,11 @@ class LeaseBook {
   // The settlement of a lease settled within the duplicate window, or
   // nullptr (never settled, unknown, or forgotten).
   const Settlement* FindSettled(std::string_view id) const;
-  // Ends the open lease `id` with `s`; it answers duplicates from now on.
-  void Settle(const std::string& id, const Settlement& s, int64_t now_us);
+  // Ends the open lease `lease` (of this book) with `s`; it answers
+  // duplicates from now on. `lease` is gone afterwards.
+  void Settle(Lease& lease, const Settlement& s, int64_t now_us);
+  // The same for the lease `id`, if it is open.
+  void Settle(std::string_view id, const Settlement& s, int64_t now_us);
   // Lists an open lease for the next Drain (its row changed).
   void MarkChanged(const Lease& lease);
   // Drops the settlements of leases settled before `cutoff_us` (those of
@@ -67,6 +79,8 @@ class LeaseBook {
   int64_t NextExpiryUs() const;
 
   size_t open() const { return open_; }
+  // Settled lease objects kept for reuse.
+  size_t pooled() const { return pool_.size(); }
   // Calls f(Lease&) for every open lease.
   void ForEachOpen(const std::function<void(Lease&)>& f);
 
@@ -96,6 +110,8 @@ class LeaseBook {
   // This run's slot of `id`, else an earlier run's; nullptr when neither.
   Slot* SlotOf(std::string_view id);
   const Slot* SlotOf(std::string_view id) const;
+  // The slot of `lease`, an open lease of this book.
+  Slot* SlotOf(const Lease& lease);
   void List(Slot& slot, uint64_t number, std::string_view id);
   void Recycle(std::unique_ptr<Lease> lease);
   // Moves expiry_cursor_ to the first open in-order slot.
@@ -103,7 +119,7 @@ class LeaseBook {
 
   std::string prefix_;
   uint64_t base_ = 1;  // the number of ring_[0]
-  std::deque<Slot> ring_;
+  Fifo<Slot> ring_;
   size_t open_ = 0;
   int64_t last_expiry_us_ = INT64_MIN;  // of the last in-order lease opened
   mutable size_t expiry_cursor_ = 0;    // index into ring_
@@ -113,7 +129,11 @@ class LeaseBook {
   std::vector<uint64_t> dirty_own_;
   std::vector<std::string> dirty_other_;
   std::vector<std::string> gone_;  // forgotten before Drain deleted their rows
-  std::vector<std::unique_ptr<Lease>> pool_;  // settled leases to reuse
+  // Settled leases kept for reuse (pool_).
+  std::vector<std::unique_ptr<Lease>> pool_;
+  size_t peak_open_ = 0;       // in this span
+  size_t last_peak_open_ = 0;  // in the span before
+  uint32_t span_settled_ = 0;
 };
 
 }  // namespace brake

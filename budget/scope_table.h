@@ -40,6 +40,17 @@ class ScopeTable {
     V second;
   };
 
+  // The entry whose scope `key` is: `key` must be the address of an
+  // entry's `first` (as a Resident's scope is), no lookup.
+  static Entry* EntryOfKey(const std::string* key) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+    constexpr size_t kKeyAt = offsetof(Entry, first);
+#pragma GCC diagnostic pop
+    return reinterpret_cast<Entry*>(
+        reinterpret_cast<char*>(const_cast<std::string*>(key)) - kKeyAt);
+  }
+
   ScopeTable() = default;
   ~ScopeTable() { clear(); }
   ScopeTable(const ScopeTable&) = delete;

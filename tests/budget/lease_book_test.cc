@@ -1,5 +1,6 @@
 #include "budget/lease_book.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <utility>
@@ -203,6 +204,40 @@ TEST_CASE("lease book: a recycled lease object gets a new id and expiry",
   CHECK(book.IdOf(b) == "r2");
   CHECK(b.expires_at_us == kT0 + 2 * kTtl);
   CHECK(book.Find("r1") == nullptr);
+}
+
+TEST_CASE("lease book: a steady load reuses every lease object",
+          "[lease_book]") {
+  LeaseBook book("r");
+  constexpr int kOpen = 1000;  // more than kMinPooled
+  auto open_all = [&] {
+    std::vector<const Lease*> at;
+    for (int i = 0; i < kOpen; ++i) at.push_back(&book.Open(kT0 + kTtl));
+    return at;
+  };
+  auto settle_all = [&] {
+    while (Lease* l = book.NextExpired(kT0 + kTtl)) {
+      book.Settle(*l, Settlement{}, kT0);
+    }
+  };
+  std::vector<const Lease*> first = open_all();
+  settle_all();
+  CHECK(book.pooled() == kOpen);
+  std::vector<const Lease*> second = open_all();
+  CHECK(book.pooled() == 0);
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  CHECK(first == second);  // no new object
+
+  // The load falls to one lease at a time: within two spans the pool is
+  // back to kMinPooled.
+  settle_all();
+  for (uint32_t i = 0; i < 2 * LeaseBook::kSpan; ++i) {
+    book.Settle(book.Open(kT0 + kTtl), Settlement{}, kT0);
+    if (i == LeaseBook::kSpan / 2) CHECK(book.pooled() == kOpen);
+  }
+  CHECK(book.pooled() == LeaseBook::kMinPooled);
+  CHECK(book.open() == 0);
 }
 
 }  // namespace
