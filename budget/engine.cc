@@ -50,6 +50,14 @@ void ChargeLimit(Limiter& l, const LimitSpec& spec, int64_t amount,
   }
 }
 
+// Limiter::Remaining, the same way.
+int64_t RemainingOf(Limiter& l, const LimitSpec& spec, int64_t now_us) {
+  if (spec.algorithm == Algorithm::kTokenBucket) {
+    return static_cast<TokenBucket&>(l).StoredPermits(now_us);
+  }
+  return l.Remaining(now_us);
+}
+
 }  // namespace
 
 std::string_view ReasonName(Reason r) {
@@ -322,7 +330,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
           spec[i].resource == Resource::kRequests ? &out->remaining.requests
           : spec[i].resource == Resource::kTokens ? &out->remaining.tokens
                                                   : &out->remaining.usd_nano;
-      int64_t remaining = limiter->Remaining(now_us);
+      int64_t remaining = RemainingOf(*limiter, spec[i], now_us);
       if (!*slot || remaining < **slot) *slot = remaining;
     }
   }

@@ -11,7 +11,6 @@ using budget_math::kMax;
 using budget_math::kMin;
 using budget_math::MsToUs;
 using budget_math::MulDivCeil;
-using budget_math::MulDivFloor;
 using budget_math::SatAdd;
 using budget_math::SatSub;
 using budget_math::Until;
@@ -41,13 +40,6 @@ int64_t TokenBucket::CostUsOf(int64_t amount) const {
   if (amount <= 0) return 0;
   if (!Usable()) return kMax;
   return MulDivCeil(amount, MsToUs(spec_->per_ms), spec_->rate);
-}
-
-int64_t TokenBucket::StoredPermits(int64_t now_us) const {
-  if (!Usable()) return 0;
-  int64_t elapsed = SatSub(now_us, ClampedEmptyAt(now_us));
-  int64_t stored = MulDivFloor(elapsed, spec_->rate, MsToUs(spec_->per_ms));
-  return std::min(stored, Burst());
 }
 
 void TokenBucket::Settle(int64_t delta, int64_t /*charged_at_us*/,

@@ -41,7 +41,8 @@ class TokenBucket final : public Limiter {
 
   // The effective cap on stored permits (`burst`, or `rate` when 0).
   int64_t Burst() const { return burst_; }
-  // Whole permits stored at `now_us`; negative while in debt.
+  // Whole permits stored at `now_us`; negative while in debt. Inline: a
+  // grant reports it for every bucket it charged.
   int64_t StoredPermits(int64_t now_us) const;
   // Microseconds it takes to refill `amount` permits, rounded up.
   int64_t CostUs(int64_t amount) const {
@@ -86,6 +87,20 @@ inline Decision TokenBucket::Check(int64_t amount, int64_t now_us) {
   int64_t ready_at = budget_math::SatAdd(base, CostUs(amount));
   if (now_us >= ready_at) return {};
   return {Verdict::kDeny, budget_math::Until(ready_at, now_us)};
+}
+
+inline int64_t TokenBucket::StoredPermits(int64_t now_us) const {
+  if (!Usable()) return 0;
+  const int64_t elapsed =
+      budget_math::SatSub(now_us, ClampedEmptyAt(now_us));
+  const int64_t per_us = budget_math::MsToUs(spec_->per_ms);
+  int64_t product = 0;
+  // The usual case in one 64-bit division: no debt, no overflow.
+  const int64_t stored =
+      elapsed >= 0 && !__builtin_mul_overflow(elapsed, spec_->rate, &product)
+          ? product / per_us
+          : budget_math::MulDivFloor(elapsed, spec_->rate, per_us);
+  return std::min(stored, Burst());
 }
 
 inline void TokenBucket::Charge(int64_t amount, int64_t now_us) {
