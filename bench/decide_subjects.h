@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "budget/engine_types.h"
+#include "common/decimal.h"
 
 namespace brake::bench {
 
@@ -30,19 +31,8 @@ inline void SetSubject(AcquireRequest* req, int64_t i) {
   Name(&req->task, 't', i);
 }
 
-// Adds one to the decimal number after the one-letter prefix of `s`, in
-// place: the next subject's name for a digit or two of work.
-inline void Increment(std::string* s) {
-  for (size_t i = s->size(); i > 1;) {
-    char& c = (*s)[--i];
-    if (c != '9') {
-      ++c;
-      return;
-    }
-    c = '0';
-  }
-  s->insert(1, 1, '1');
-}
+// The next subject's name: one more in the number after its one letter.
+inline void Increment(std::string* s) { IncrementDecimal(s, 1); }
 
 // The subjects in an order drawn at random (seeded: the same in every run),
 // each one's names spelled in advance in that order, 16 bytes a subject, so

@@ -55,6 +55,13 @@ const LeaseBook::Slot* LeaseBook::SlotOf(std::string_view id) const {
 
 Lease& LeaseBook::Open(int64_t expires_at_us) {
   const uint64_t number = base_ + ring_.size();
+  if (number == newest_ + 1 && newest_ != 0) {
+    IncrementDecimal(&newest_id_, prefix_.size());
+  } else {  // the first, or after a restore moved the numbering
+    char digits[24];
+    newest_id_.assign(prefix_).append(digits, WriteDecimal(digits, number));
+  }
+  newest_ = number;
   Slot& slot = ring_.emplace_back();
   if (pool_.empty()) {
     slot.lease = std::make_unique<Lease>();
@@ -82,6 +89,10 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
 void LeaseBook::IdOf(const Lease& lease, std::string* out) const {
   if (lease.number == 0) {
     out->assign(lease.id());
+    return;
+  }
+  if (lease.number == newest_) {  // a grant's: spelled by Open
+    out->assign(newest_id_);
     return;
   }
   char digits[24];

@@ -119,6 +119,10 @@ class LeaseBook {
 
   std::string prefix_;
   uint64_t base_ = 1;  // the number of ring_[0]
+  // The number of the lease opened last (0: none yet) and its id, which the
+  // next Open counts up in place.
+  uint64_t newest_ = 0;
+  std::string newest_id_;
   Fifo<Slot> ring_;
   size_t open_ = 0;
   int64_t last_expiry_us_ = INT64_MIN;  // of the last in-order lease opened

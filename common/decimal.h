@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace brake {
 namespace decimal_internal {
@@ -67,6 +68,20 @@ inline char* WriteDecimal(char* p, int64_t v) {
   if (v >= 0) return WriteDecimal(p, static_cast<uint64_t>(v));
   *p = '-';
   return WriteDecimal(p + 1, 0 - static_cast<uint64_t>(v));
+}
+
+// Adds one to the decimal number that `s` spells from `first` on (digits
+// only, at least one), in place: the next number for a digit or two of work.
+inline void IncrementDecimal(std::string* s, size_t first) {
+  for (size_t i = s->size(); i > first;) {
+    char& c = (*s)[--i];
+    if (c != '9') {
+      ++c;
+      return;
+    }
+    c = '0';
+  }
+  s->insert(first, 1, '1');
 }
 
 }  // namespace brake

@@ -53,6 +53,26 @@ TEST_CASE("lease book: ids count up and are found by number",
   }
 }
 
+TEST_CASE("lease book: ids past each power of ten, and after a restore",
+          "[lease_book]") {
+  LeaseBook book("r");
+  for (int n = 1; n <= 1234; ++n) {
+    Lease& l = book.Open(kT0 + kTtl);
+    REQUIRE(book.IdOf(l) == "r" + std::to_string(n));
+    if (n % 3 == 0) book.Settle(l, Settlement{}, kT0);  // not the newest
+  }
+  CHECK(book.Find("r1000") != nullptr);
+  CHECK(book.IdOf(*book.Find("r1000")) == "r1000");
+  CHECK(book.Find("r999") == nullptr);
+
+  LeaseBook fresh("r");
+  Lease mine;
+  mine.Set(Lease::kId, "r99");
+  fresh.Restore(std::move(mine));
+  CHECK(fresh.IdOf(fresh.Open(kT0)) == "r100");
+  CHECK(fresh.IdOf(fresh.Open(kT0)) == "r101");
+}
+
 TEST_CASE("lease book: settled leases answer duplicates until forgotten",
           "[lease_book]") {
   LeaseBook book("r");

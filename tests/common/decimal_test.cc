@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,18 @@ TEST_CASE("decimal: an unsigned value of 20 digits", "[decimal]") {
   const uint64_t most = std::numeric_limits<uint64_t>::max();
   CHECK(std::string_view(a, static_cast<size_t>(WriteDecimal(a, most) - a)) ==
         "18446744073709551615");
+}
+
+TEST_CASE("decimal: counting up in place spells each next number",
+          "[decimal]") {
+  std::string s = "run-1";
+  for (int n = 2; n <= 100200; ++n) {
+    IncrementDecimal(&s, 4);
+    REQUIRE(s == "run-" + std::to_string(n));
+  }
+  std::string nines = "x99999999999999999";
+  IncrementDecimal(&nines, 1);
+  CHECK(nines == "x100000000000000000");
 }
 
 }  // namespace
