@@ -351,12 +351,6 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   return Status::Ok();
 }
 
-void Engine::AddTotals(Totals& dst, const Totals& t, int sign) {
-  dst.requests = SaturatingAdd(dst.requests, sign * t.requests);
-  dst.tokens = SaturatingAdd(dst.tokens, sign * t.tokens);
-  dst.usd_nano = SaturatingAdd(dst.usd_nano, sign * t.usd_nano);
-}
-
 std::vector<std::string> Engine::StatusScopes(const std::string& scope) const {
   std::vector<std::string> scopes{"global"};
   if (scope.rfind("task:", 0) == 0) {

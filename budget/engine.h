@@ -321,11 +321,20 @@ class Engine {
   bool Evictable(const std::string& scope, const Subject& s,
                  int64_t cutoff_us) const;
   void Evict(const std::string& scope);
-  // Lists a subject whose limiters changed (all of them are saved).
-  void MarkLimitersUnsaved(Resident r);
+  // Lists a subject whose limiters changed (all of them are saved). Inline:
+  // a grant and a settlement call it for each of their subjects.
+  void MarkLimitersUnsaved(Resident r) {
+    if (r.subject->limiters_unsaved) return;
+    r.subject->limiters_unsaved = true;
+    dirty_limiters_.push_back(r);
+  }
   // Brings `s.policy` and `s.limiters` up to date (instantiating them).
   void Resolve(const std::string& scope, Subject& s, int64_t now_us);
-  void MarkSpendUnsaved(Resident r);
+  void MarkSpendUnsaved(Resident r) {
+    if (r.subject->spend_unsaved) return;
+    r.subject->spend_unsaved = true;
+    dirty_spend_.push_back(r);
+  }
   // Lists a task subject whose record is new.
   void MarkTaskUnsaved(Resident r);
   // Gives `s` (a task's subject) the task record `record`.
@@ -350,7 +359,11 @@ class Engine {
   void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
                      std::vector<Applied>* out);
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
-  static void AddTotals(Totals& dst, const Totals& t, int sign);
+  static void AddTotals(Totals& dst, const Totals& t, int sign) {
+    dst.requests = SaturatingAdd(dst.requests, sign * t.requests);
+    dst.tokens = SaturatingAdd(dst.tokens, sign * t.tokens);
+    dst.usd_nano = SaturatingAdd(dst.usd_nano, sign * t.usd_nano);
+  }
   void ForgetDuplicatesBefore(int64_t now_us);
 
   int64_t lease_ttl_us_;

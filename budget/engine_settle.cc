@@ -70,18 +70,6 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
   }
 }
 
-void Engine::MarkLimitersUnsaved(Resident r) {
-  if (r.subject->limiters_unsaved) return;
-  r.subject->limiters_unsaved = true;
-  dirty_limiters_.push_back(r);
-}
-
-void Engine::MarkSpendUnsaved(Resident r) {
-  if (r.subject->spend_unsaved) return;
-  r.subject->spend_unsaved = true;
-  dirty_spend_.push_back(r);
-}
-
 // A settled lease's result answers duplicates for at least a TTL.
 void Engine::ForgetDuplicatesBefore(int64_t now_us) {
   leases_.ForgetSettledBefore(SaturatingAdd(now_us, -lease_ttl_us_));
