@@ -180,8 +180,8 @@ Result<Settlement> Decider::Commit(const CommitRequest& request,
   // allocations per commit) are skipped then.
   const bool may_feed = !breakers_.empty() || !specs_.empty() ||
                         outcome == breaker::Outcome::kThrottled;
-  if (const Lease* lease = engine_->FindLease(request.lease);
-      lease != nullptr && may_feed) {
+  if (const Lease* lease =
+          may_feed ? engine_->FindLease(request.lease) : nullptr) {
     for (uint32_t i = 0; i < lease->reserved; ++i) {
       scopes.push_back(*lease->scopes[i]);
     }
