@@ -133,7 +133,7 @@ class LeaseBook {
   std::vector<uint64_t> dirty_own_;
   std::vector<std::string> dirty_other_;
   std::vector<std::string> gone_;  // forgotten before Drain deleted their rows
-  // Settled leases kept for reuse (pool_).
+  // Settled lease objects kept for reuse (kMinPooled says how many).
   std::vector<std::unique_ptr<Lease>> pool_;
   size_t peak_open_ = 0;       // in this span
   size_t last_peak_open_ = 0;  // in the span before
