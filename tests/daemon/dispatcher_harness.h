@@ -25,6 +25,24 @@ inline const int64_t kT0 =
 inline const Peer kAdmin{0, true};
 inline const Peer kUser{1000, false};
 
+// Requests the dispatcher tests build often.
+inline json Policy1(const std::string& scope, const json& limits) {
+  return {{"op", "policy.set"}, {"scope", scope}, {"limits", limits}};
+}
+
+inline json Acq(const std::string& user, const std::string& task,
+                int64_t tokens = 0) {
+  return {{"op", "acquire"}, {"user", user}, {"task", task},
+          {"tokens", tokens}};
+}
+
+// Two requests a minute per subject.
+inline const json kRpm = {{"name", "rpm"},
+                          {"resource", "requests"},
+                          {"algorithm", "fixed_window"},
+                          {"limit", 2},
+                          {"window_ms", 60000}};
+
 class Harness {
  public:
   explicit Harness(Config config = Config())
