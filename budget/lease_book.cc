@@ -58,8 +58,7 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
   if (number == newest_ + 1 && newest_ != 0) {
     IncrementDecimal(&newest_id_, prefix_.size());
   } else {  // the first, or after a restore moved the numbering
-    char digits[24];
-    newest_id_.assign(prefix_).append(digits, WriteDecimal(digits, number));
+    SpellOwn(number, &newest_id_);
   }
   newest_ = number;
   Slot& slot = ring_.emplace_back();
@@ -95,8 +94,12 @@ void LeaseBook::IdOf(const Lease& lease, std::string* out) const {
     out->assign(newest_id_);
     return;
   }
+  SpellOwn(lease.number, out);
+}
+
+void LeaseBook::SpellOwn(uint64_t number, std::string* out) const {
   char digits[24];
-  out->assign(prefix_).append(digits, WriteDecimal(digits, lease.number));
+  out->assign(prefix_).append(digits, WriteDecimal(digits, number));
 }
 
 std::string LeaseBook::IdOf(const Lease& lease) const {
@@ -183,11 +186,8 @@ void LeaseBook::Settle(Lease& lease, const Settlement& s, int64_t now_us) {
   const uint64_t number = lease.number;
   // Its id, spelled only when a list keeps it.
   std::string id;
-  if (number == 0) id = lease.id();
-  if (slot->late) {
-    if (number != 0) IdOf(lease, &id);
-    EraseLate(late_, lease.expires_at_us, id);
-  }
+  if (number == 0 || slot->late) IdOf(lease, &id);
+  if (slot->late) EraseLate(late_, lease.expires_at_us, id);
   slot->result = s;
   slot->settled = true;
   slot->settled_at_us = now_us;
@@ -202,7 +202,7 @@ void LeaseBook::ForgetSettledBefore(int64_t cutoff_us) {
          ring_.front().settled_at_us < cutoff_us) {
     if (ring_.front().listed && ring_.front().stored) {
       // Not drained yet: its row still has to go.
-      gone_.push_back(prefix_ + std::to_string(base_));
+      SpellOwn(base_, &gone_.emplace_back());
     }
     ring_.pop_front();
     ++base_;
@@ -279,8 +279,7 @@ bool LeaseBook::Drain(Batch* batch,
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
     Slot& slot = ring_[number - base_];
-    char digits[24];
-    id.assign(prefix_).append(digits, WriteDecimal(digits, number));
+    SpellOwn(number, &id);
     drain(slot, id);
   }
   for (const std::string& other : dirty_other_) {

@@ -107,6 +107,8 @@ class LeaseBook {
   // This run's number of `id`, or 0 when it is not one of this run's ids.
   uint64_t OwnNumber(std::string_view id) const;
   const Slot* OwnSlot(std::string_view id) const;
+  // Sets `out` to the id of this run's lease `number`: prefix + number.
+  void SpellOwn(uint64_t number, std::string* out) const;
   // This run's slot of `id`, else an earlier run's; nullptr when neither.
   Slot* SlotOf(std::string_view id);
   const Slot* SlotOf(std::string_view id) const;

@@ -9,8 +9,9 @@ namespace brake {
 namespace {
 
 TEST_CASE("fifo: pushes and pops as a deque does", "[fifo]") {
-  // Move-only elements, as the lease book's slots are, through many
-  // compactions: every element stays where its index says.
+  // Move-only elements, as the lease book's slots are, through many wraps
+  // round the ring and its doublings: every element stays where its index
+  // says.
   Fifo<std::unique_ptr<int>> fifo;
   std::deque<int> model;
   std::mt19937 rng(7);
