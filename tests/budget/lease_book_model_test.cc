@@ -1,6 +1,6 @@
 // LeaseBook against a plain model: random opens (some expiring out of
 // order), settlements by id and by lease, expiry, forgetting and drains,
-// checked after every step. The book's ring, its lease pool and its ids
+// checked against the model as they go. The book's ring, its lease pool and its ids
 // counted up in place must never show through.
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -64,8 +64,8 @@ void CheckOne(LeaseBook& book, const std::string& id, const Model::Entry& e) {
   }
 }
 
-// Counts every step; every lease now and then (a full check each step
-// would be quadratic).
+// The open count and next expiry every step; every lease now and then (a
+// full check each step would be quadratic).
 void CheckAgainst(LeaseBook& book, const Model& model, int step) {
   REQUIRE(book.open() == model.open());
   REQUIRE(book.NextExpiryUs() == model.next_expiry());
@@ -148,8 +148,8 @@ TEST_CASE("lease book: a random run matches the model", "[lease_book]") {
         REQUIRE(stored.erase(id) == 1);  // deleted once, and only if put
       }
       CHECK_FALSE(book.dirty());
-      // Every stored row is an open lease's, or a settled one's whose
-      // delete is listed for the next drain.
+      // After a drain every stored row is an open lease's: a settled one's
+      // delete went with it.
       for (const std::string& id : stored) {
         INFO(id);
         REQUIRE(!model.leases.at(id).settled);
