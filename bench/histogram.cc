@@ -18,12 +18,12 @@ constexpr size_t kBucketCount = (kMaxShift + 2) * LatencyHistogram::kSubBuckets;
 
 LatencyHistogram::LatencyHistogram() : counts_(kBucketCount, 0) {}
 
-size_t LatencyHistogram::IndexOf(uint64_t value_us) {
-  if (value_us >= kMaxUs) value_us = kMaxUs - 1;
-  if (value_us < 2 * kSubBuckets) return static_cast<size_t>(value_us);
-  const int shift = std::bit_width(value_us) - 1 - kSubBucketBits;
+size_t LatencyHistogram::IndexOf(uint64_t value_ns) {
+  if (value_ns >= kMaxNs) value_ns = kMaxNs - 1;
+  if (value_ns < 2 * kSubBuckets) return static_cast<size_t>(value_ns);
+  const int shift = std::bit_width(value_ns) - 1 - kSubBucketBits;
   return static_cast<size_t>(static_cast<uint64_t>(shift) * kSubBuckets +
-                             (value_us >> shift));
+                             (value_ns >> shift));
 }
 
 uint64_t LatencyHistogram::HighestEquivalent(size_t index) {
@@ -33,25 +33,25 @@ uint64_t LatencyHistogram::HighestEquivalent(size_t index) {
   return ((base + 1) << shift) - 1;
 }
 
-void LatencyHistogram::Record(uint64_t value_us) {
-  ++counts_[IndexOf(value_us)];
+void LatencyHistogram::Record(uint64_t value_ns) {
+  ++counts_[IndexOf(value_ns)];
   ++count_;
-  min_us_ = std::min(min_us_, value_us);
-  max_us_ = std::max(max_us_, value_us);
-  sum_us_ += static_cast<long double>(value_us);
+  min_ns_ = std::min(min_ns_, value_ns);
+  max_ns_ = std::max(max_ns_, value_ns);
+  sum_ns_ += static_cast<long double>(value_ns);
 }
 
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
   for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
   count_ += other.count_;
-  min_us_ = std::min(min_us_, other.min_us_);
-  max_us_ = std::max(max_us_, other.max_us_);
-  sum_us_ += other.sum_us_;
+  min_ns_ = std::min(min_ns_, other.min_ns_);
+  max_ns_ = std::max(max_ns_, other.max_ns_);
+  sum_ns_ += other.sum_ns_;
 }
 
-double LatencyHistogram::mean_us() const {
+double LatencyHistogram::mean_ns() const {
   if (count_ == 0) return 0;
-  return static_cast<double>(sum_us_ / static_cast<long double>(count_));
+  return static_cast<double>(sum_ns_ / static_cast<long double>(count_));
 }
 
 uint64_t LatencyHistogram::ValueAtQuantile(double q) const {
@@ -63,9 +63,9 @@ uint64_t LatencyHistogram::ValueAtQuantile(double q) const {
   uint64_t seen = 0;
   for (size_t i = 0; i < counts_.size(); ++i) {
     seen += counts_[i];
-    if (seen >= rank) return std::min(HighestEquivalent(i), max_us_);
+    if (seen >= rank) return std::min(HighestEquivalent(i), max_ns_);
   }
-  return max_us_;
+  return max_ns_;
 }
 
 }  // namespace brake::bench

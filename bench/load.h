@@ -60,7 +60,7 @@ struct LoadResult {
 
   // Replies to acquires (or pings), received in the measured window.
   uint64_t decisions = 0;
-  LatencyHistogram latency;  // Of those replies, in microseconds.
+  LatencyHistogram latency;  // Of those replies, in nanoseconds.
   uint64_t grants = 0;
   uint64_t denials = 0;
   std::map<std::string, uint64_t> denials_by_reason;
@@ -74,7 +74,7 @@ struct LoadResult {
   uint64_t commits_ok = 0;
   uint64_t commit_errors = 0;
   std::map<std::string, uint64_t> commit_errors_by_code;
-  LatencyHistogram commit_latency;
+  LatencyHistogram commit_latency;  // In nanoseconds.
 
   // Grants per connection, index = connection number.
   std::vector<uint64_t> grants_per_connection;

@@ -288,9 +288,9 @@ class Worker {
     const SlotKind kind = slot->kind;
     const int64_t send_ns = slot->send_ns;
     const int64_t send_real_us = slot->send_real_us;
-    const uint64_t latency_us =
-        static_cast<uint64_t>(std::max<int64_t>(0, now - slot->send_ns) + 500) /
-        1000;
+    const uint64_t latency_ns =
+        static_cast<uint64_t>(std::max<int64_t>(0, now - slot->send_ns));
+    const uint64_t latency_us = (latency_ns + 500) / 1000;
     slot->busy = false;
     c->free_slots.push_back(static_cast<uint32_t>(slot - c->slots.data()));
     --c->in_flight;
@@ -303,14 +303,14 @@ class Worker {
         commit_errors_.Add(r.reason);
       } else {
         ++result_.commits_ok;
-        result_.commit_latency.Record(latency_us);
+        result_.commit_latency.Record(latency_ns);
       }
       return;
     }
 
     if (counted) {
       ++result_.decisions;
-      result_.latency.Record(latency_us);
+      result_.latency.Record(latency_ns);
     }
     if (config_.op == BenchOp::kAcquire) {
       ++result_.answers;

@@ -22,14 +22,22 @@ std::string Format(const char* fmt, double v) {
   return buf;
 }
 
+// Nanoseconds as microseconds to one decimal.
+double Us(double ns) { return std::round(ns / 100) / 10; }
+
+// A latency at quantile q, in microseconds to one decimal.
+double UsAt(const LatencyHistogram& h, double q) {
+  return Us(static_cast<double>(h.ValueAtQuantile(q)));
+}
+
 nlohmann::json LatencyJson(const LatencyHistogram& h) {
-  return {{"min", h.min_us()},
-          {"mean", std::round(h.mean_us() * 10) / 10},
-          {"p50", h.ValueAtQuantile(0.50)},
-          {"p90", h.ValueAtQuantile(0.90)},
-          {"p99", h.ValueAtQuantile(0.99)},
-          {"p999", h.ValueAtQuantile(0.999)},
-          {"max", h.max_us()}};
+  return {{"min", Us(static_cast<double>(h.min_ns()))},
+          {"mean", Us(h.mean_ns())},
+          {"p50", UsAt(h, 0.50)},
+          {"p90", UsAt(h, 0.90)},
+          {"p99", UsAt(h, 0.99)},
+          {"p999", UsAt(h, 0.999)},
+          {"max", Us(static_cast<double>(h.max_ns()))}};
 }
 
 nlohmann::json CountsJson(const std::map<std::string, uint64_t>& m) {
@@ -295,12 +303,14 @@ std::string ReportText(const RunReport& run) {
                    (c.once ? ", once" : "") + (c.commit ? ", commit" : ""));
   line("decisions", std::to_string(r.decisions) + "  (" +
                         Format("%.1f", PerSecond(r.decisions, secs)) + "/s)");
-  line("latency us", "p50 " + std::to_string(h.ValueAtQuantile(0.5)) +
-                         "  p99 " + std::to_string(h.ValueAtQuantile(0.99)) +
-                         "  p999 " + std::to_string(h.ValueAtQuantile(0.999)) +
-                         "  (min " + std::to_string(h.min_us()) + ", mean " +
-                         Format("%.1f", h.mean_us()) + ", max " +
-                         std::to_string(h.max_us()) + ")");
+  line("latency us", "p50 " + Format("%.1f", UsAt(h, 0.5)) + "  p99 " +
+                         Format("%.1f", UsAt(h, 0.99)) + "  p999 " +
+                         Format("%.1f", UsAt(h, 0.999)) + "  (min " +
+                         Format("%.1f", Us(static_cast<double>(h.min_ns()))) +
+                         ", mean " + Format("%.1f", Us(h.mean_ns())) +
+                         ", max " +
+                         Format("%.1f", Us(static_cast<double>(h.max_ns()))) +
+                         ")");
   line("grants", std::to_string(r.grants));
   line("denials", CountsText(r.denials, r.denials_by_reason));
   line("errors", CountsText(r.errors, r.errors_by_code));
@@ -312,8 +322,8 @@ std::string ReportText(const RunReport& run) {
          std::to_string(r.commits_ok) + " ok (" +
              Format("%.1f", PerSecond(r.commits_ok, secs)) + "/s), errors " +
              CountsText(r.commit_errors, r.commit_errors_by_code) + "; p50 " +
-             std::to_string(ch.ValueAtQuantile(0.5)) + " us, p99 " +
-             std::to_string(ch.ValueAtQuantile(0.99)) + " us");
+             Format("%.1f", UsAt(ch, 0.5)) + " us, p99 " +
+             Format("%.1f", UsAt(ch, 0.99)) + " us");
   }
   line("per conn", "grants min " + std::to_string(per_conn.min) + ", max " +
                        std::to_string(per_conn.max));
@@ -381,10 +391,8 @@ nlohmann::json CompareJson(const RunReport& brake, const RunReport& echo) {
        {{"decisions_per_sec",
          Ratio(PerSecond(brake.result.decisions, brake.result.measured_seconds),
                PerSecond(echo.result.decisions, echo.result.measured_seconds))},
-        {"p50", Ratio(static_cast<double>(bh.ValueAtQuantile(0.5)),
-                      static_cast<double>(eh.ValueAtQuantile(0.5)))},
-        {"p99", Ratio(static_cast<double>(bh.ValueAtQuantile(0.99)),
-                      static_cast<double>(eh.ValueAtQuantile(0.99)))}}}};
+        {"p50", Ratio(UsAt(bh, 0.5), UsAt(eh, 0.5))},
+        {"p99", Ratio(UsAt(bh, 0.99), UsAt(eh, 0.99))}}}};
 }
 
 std::string CompareText(const RunReport& brake, const RunReport& echo) {
@@ -404,15 +412,12 @@ std::string CompareText(const RunReport& brake, const RunReport& echo) {
                 "brake vs echo (braked / echo):\n"
                 "  %-12s %14s %14s %10s\n"
                 "  %-12s %14.1f %14.1f %10s\n"
-                "  %-12s %14llu %14llu %10s\n"
-                "  %-12s %14llu %14llu %10s\n",
+                "  %-12s %14.1f %14.1f %10s\n"
+                "  %-12s %14.1f %14.1f %10s\n",
                 "", "braked", "echo", "ratio", "decisions/s", bd, ed,
                 ratio_text("decisions_per_sec").c_str(), "p50 us",
-                static_cast<unsigned long long>(bh.ValueAtQuantile(0.5)),
-                static_cast<unsigned long long>(eh.ValueAtQuantile(0.5)),
-                ratio_text("p50").c_str(), "p99 us",
-                static_cast<unsigned long long>(bh.ValueAtQuantile(0.99)),
-                static_cast<unsigned long long>(eh.ValueAtQuantile(0.99)),
+                UsAt(bh, 0.5), UsAt(eh, 0.5), ratio_text("p50").c_str(),
+                "p99 us", UsAt(bh, 0.99), UsAt(eh, 0.99),
                 ratio_text("p99").c_str());
   return ReportText(brake) + "\n" + ReportText(echo) + "\n" + table;
 }
