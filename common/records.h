@@ -74,7 +74,9 @@ struct LedgerRow {
   int64_t latency_ms = -1;  // -1 when not reported
   std::string outcome;      // ok | error | timeout | throttled | cancelled
   bool expired = false;     // settled by lease expiry, at its estimate
-  std::string lease;        // the settled lease: one row per lease at most
+  // The settled lease. With the user and the time, the row's key: a row
+  // sent again (a batch retried after a failed commit) is dropped.
+  std::string lease;
 };
 
 // All the state changes to apply in one transaction. Puts are upserts by

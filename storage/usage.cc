@@ -27,13 +27,20 @@ Result<std::vector<UsageTotal>> QueryUsage(sqlite3* db, const UsageQuery& query)
   }
   // Prepared per call: usage reports are rare and the SQL depends on the
   // grouping.
+  // The rows of both ledgers (schema.cc, 4 -> 5): each part is read
+  // through its own index, by user and time.
+  std::string where = " WHERE user = ?1 AND time_ms >= ?2";
+  if (!query.task.empty()) where += " AND task = ?3";
+  const std::string columns =
+      " SELECT time_ms, task, model, requests, tokens, input_tokens, "
+      "output_tokens, usd_nano, expired FROM ";
   std::string sql = std::string("SELECT ") + key +
                     " AS k, count(*), coalesce(sum(requests), 0), "
                     "coalesce(sum(tokens), 0), coalesce(sum(input_tokens), 0), "
                     "coalesce(sum(output_tokens), 0), "
                     "coalesce(sum(usd_nano), 0), coalesce(sum(expired), 0) "
-                    "FROM ledger WHERE user = ?1 AND time_ms >= ?2";
-  if (!query.task.empty()) sql += " AND task = ?3";
+                    "FROM (" + columns + "ledger" + where + " UNION ALL" +
+                    columns + "ledger_schema4" + where + ")";
   // Without GROUP BY the aggregate yields exactly one row, zeros included.
   if (!query.by.empty()) sql += " GROUP BY k ORDER BY k";
 

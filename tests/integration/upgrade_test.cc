@@ -83,6 +83,11 @@ std::string FormatOneLine(const std::string& line) {
   return id + "\t" + one.dump();
 }
 
+// Undoes schema 5's ledger change: its rowid ledger (with its three
+// indexes) becomes the ledger again, as schemas 2 to 4 had it.
+constexpr const char* kLedgerOfSchema4 =
+    "DROP TABLE ledger; ALTER TABLE ledger_schema4 RENAME TO ledger;";
+
 TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
           "[integration]") {
   RunningDaemon d;
@@ -100,6 +105,18 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
     const std::string line = db.Text("SELECT leases FROM lease_chunks");
     REQUIRE(line.rfind(lease + "\t[2,", 0) == 0);
     db.SetLeases(FormatOneLine(line));
+    db.Exec(kLedgerOfSchema4);
+    // Two settlements of schema 1 (no lease) in the same millisecond, and
+    // one of schema 2 or later: the new ledger's key would merge the first
+    // two; they stay apart where they are.
+    for (const char* lease_of_row : {"", "", "0123456789ab-7"}) {
+      db.Exec(std::string("INSERT INTO ledger(time_ms, user, task, parent, "
+                          "resource, model, requests, tokens, input_tokens, "
+                          "output_tokens, usd_nano, latency_ms, outcome, "
+                          "expired, lease) VALUES(1000, 'alice', 't0', '', "
+                          "'', '', 1, 40, 0, 0, 0, 5, 'ok', 0, '") +
+              lease_of_row + "')");
+    }
     db.Exec("PRAGMA user_version = 3");
   }
   REQUIRE(d.daemon.Start());
@@ -115,9 +132,21 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
   alice = CallOk(c, {{"op", "status"}, {"user", "alice"}});
   CHECK(alice["reserved"]["tokens"] == 0);
   CHECK(alice["spend"]["tokens"] == 250);
+  // Usage reads the rows written before the upgrade, where they were, and
+  // the commit's row in the new ledger.
+  json usage = CallOk(c, {{"op", "usage"}, {"user", "alice"}});
+  INFO("usage: " << usage.dump());
+  REQUIRE(usage["rows"].size() == 2);
+  CHECK(usage["rows"][0]["key"] == "t0");
+  CHECK(usage["rows"][0]["calls"] == 3);
+  CHECK(usage["rows"][0]["tokens"] == 120);
+  CHECK(usage["rows"][1]["key"] == "t1");
+  CHECK(usage["rows"][1]["tokens"] == 250);
   REQUIRE(d.daemon.Stop() == 0);
   Db db(d.daemon.db_path());
-  CHECK(db.Text("PRAGMA user_version") == "4");
+  CHECK(db.Text("PRAGMA user_version") == "5");
+  CHECK(db.Text("SELECT count(*) FROM ledger_schema4") == "3");
+  CHECK(db.Text("SELECT lease FROM ledger") == lease);
 }
 
 }  // namespace

@@ -21,11 +21,19 @@ TEST_CASE("A new database is migrated to the newest schema", "[storage]") {
   CHECK(*QueryRawInt(path,
                      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                      "AND name IN ('policies', 'tasks', 'limiters', 'spend', "
-                     "'lease_chunks', 'breakers', 'prices', 'ledger')") == 8);
+                     "'lease_chunks', 'breakers', 'prices', 'ledger', "
+                     "'ledger_schema4')") == 9);
+  // The ledger is one B-tree keyed by user, time and lease (schema 5): no
+  // index of its own besides the key; the one before it stays beside it.
   CHECK(*QueryRawInt(path,
                      "SELECT count(*) FROM sqlite_schema WHERE type = 'index' "
-                     "AND name IN ('ledger_user_time', 'ledger_user_task')") ==
-        2);
+                     "AND tbl_name = 'ledger' AND sql IS NOT NULL") == 0);
+  CHECK(*QueryRawText(path,
+                      "SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                      "pragma_index_info('sqlite_autoindex_ledger_1') ORDER "
+                      "BY seqno)") == "user,time_ms,lease");
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM pragma_table_list "
+                           "WHERE name = 'ledger' AND wr = 1") == 1);
 }
 
 TEST_CASE("Lease rows of schema 2 become one chunk and load unchanged",

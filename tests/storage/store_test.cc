@@ -310,7 +310,7 @@ TEST_CASE("Store refuses a database that fails quick_check", "[storage]") {
   {
     auto store = MustOpen(path);
     Batch b;
-    for (int i = 0; i < 3000; ++i) {
+    for (int i = 0; i < 6000; ++i) {
       b.ledger_append.push_back(
           Ledger(i, "user" + std::to_string(i % 7), "t", "m", i, i));
     }

@@ -55,6 +55,24 @@ std::vector<std::string> Strs(const std::vector<UsageTotal>& totals) {
 
 using Rows = std::vector<std::string>;
 
+TEST_CASE("A ledger row sent again counts once and other leases of the "
+          "same millisecond count", "[storage]") {
+  storage::TempDir dir;
+  Result<std::unique_ptr<Store>> opened = Store::Open(dir.File("brake.db"));
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  Batch b;
+  for (const char* lease : {"p-1", "p-2"}) {
+    b.ledger_append.push_back(Row(kDay0, "alice", "t1", "big", 10, 100));
+    b.ledger_append.back().lease = lease;
+  }
+  REQUIRE(store.Apply(b).ok());
+  REQUIRE(store.Apply(b).ok());  // a retried batch: the same rows again
+  auto totals = store.QueryUsage(Q("alice"));
+  REQUIRE(totals.ok());
+  CHECK(Strs(*totals) == Rows{":2/2/20/10/10/200/0"});
+}
+
 TEST_CASE("Store::QueryUsage sums the ledger by group", "[storage]") {
   storage::TempDir dir;
   Result<std::unique_ptr<Store>> opened = Store::Open(dir.File("brake.db"));
