@@ -1,0 +1,60 @@
+#!/bin/bash
+# bench/commit_load.sh BUILD C D [SECONDS]: acquire + commit, the usual use.
+#
+# bench/compare measures acquires alone (its leases stay open); an agent
+# commits each lease, and every commit writes a ledger row. This starts a
+# fresh braked from BUILD (batched durability, max_open_leases 1e9) on a
+# temporary socket and database, sets compare's generous task:* token
+# bucket, runs brake-bench --commit --tokens 10 at C connections x D in
+# flight for SECONDS (default 3; 0.5 s warm-up) and prints acquires/s,
+# commits/s, the acquire p50 and, per braked thread (the loop, the storage
+# thread), its user and system CPU per acquire + commit over the run
+# (/proc/PID/task/TID/stat). docs/PERFORMANCE.md ("Twelfth pass") has
+# figures.
+set -eu
+B=$1; C=$2; DEPTH=$3; S=${4:-3}
+D=$(mktemp -d /tmp/commit_load.XXXX)
+trap 'rm -rf "$D"' EXIT
+echo '{"durability":"batched","max_open_leases":1000000000}' > "$D/c.json"
+"$B/daemon/braked" --socket "$D/s.sock" --db "$D/b.db" --config "$D/c.json" \
+  > "$D/log" 2>&1 &
+P=$!
+for _ in $(seq 100); do
+  "$B/ctl/brakectl" --socket "$D/s.sock" ping > /dev/null 2>&1 && break
+  sleep 0.05
+done
+"$B/ctl/brakectl" --socket "$D/s.sock" policy set 'task:*' \
+  '{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
+  > /dev/null
+threads() {
+  for t in /proc/$P/task/*; do
+    echo "$(basename "$t") $(cut -d' ' -f14,15 "$t/stat")"
+  done
+}
+threads > "$D/before"
+"$B/bench/brake-bench" --socket "$D/s.sock" --connections "$C" \
+  --depth "$DEPTH" --seconds "$S" --warmup-seconds 0.5 --user cmp \
+  --task-prefix cmp- --commit --tokens 10 --json > "$D/run.json"
+threads > "$D/after"
+kill -TERM "$P"
+wait "$P"
+python3 - "$D" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+run = json.load(open(d + "/run.json"))
+# CPU counted over the whole run (warm-up and drain too), per acquire
+# answered in it.
+acquires = run["answers"]
+tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+print("acquires/s %.0f  commits/s %.0f  acquire p50 %.1f us  errors %d"
+      % (run["decisions_per_sec"], run["commits"]["per_sec"],
+         run["latency_us"]["p50"], run["errors"] + run["commits"]["errors"]))
+before = {l.split()[0]: l.split() for l in open(d + "/before")}
+for n, line in enumerate(open(d + "/after")):
+    tid, user, system = line.split()
+    if tid in before:
+        u = (int(user) - int(before[tid][1])) * tick_us / acquires
+        s = (int(system) - int(before[tid][2])) * tick_us / acquires
+        print("  thread %s%s: user %.2f us, system %.2f us per acquire + "
+              "commit" % (tid, " (loop)" if n == 0 else "", u, s))
+PY
