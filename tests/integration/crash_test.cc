@@ -58,13 +58,6 @@ constexpr int64_t kFlushIntervalMs = 10;
 constexpr int64_t kCommitAllowanceMs = 100;
 constexpr int64_t kBatchedLossWindowMs = kFlushIntervalMs + kCommitAllowanceMs;
 
-void SleepFor(int64_t ms) {
-  timespec ts{static_cast<time_t>(ms / 1000),
-              static_cast<long>((ms % 1000) * 1'000'000)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 enum class Mode { kStrict, kBatched };
 
 struct Ack {
@@ -127,7 +120,7 @@ void RunClient(int index, Shared& sh, ClientLog& log) {
     try {
       c.emplace(sh.socket);
     } catch (const std::runtime_error&) {
-      SleepFor(5);  // the daemon is down: try again
+      SleepMs(5);  // the daemon is down: try again
       continue;
     }
     if (sh.gen.load() != g1) continue;  // raced a restart: which one is it?
@@ -167,7 +160,7 @@ void RunClient(int index, Shared& sh, ClientLog& log) {
         if (!a.value("ok", false) || !a.value("granted", false) ||
             !a.contains("lease") || !a["lease"].is_string()) {
           Note(log, "acquire: " + a.dump());
-          SleepFor(20);
+          SleepMs(20);
           continue;
         }
         pending = Pending{a["lease"].get<std::string>(), task, actual};
@@ -209,10 +202,10 @@ void RunKiller(Daemon& daemon, Shared& sh, int64_t until_ms, KillerLog& log) {
   while (true) {
     const int64_t next = MonoMs() + pause(rng);
     if (next >= until_ms) {
-      SleepFor(std::max<int64_t>(0, until_ms - MonoMs()));
+      SleepMs(std::max<int64_t>(0, until_ms - MonoMs()));
       return;
     }
-    SleepFor(next - MonoMs());
+    SleepMs(next - MonoMs());
     log.kill_ms.push_back(MonoMs());
     daemon.Kill9();
     sh.gen.fetch_add(1);

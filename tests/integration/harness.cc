@@ -44,13 +44,6 @@ int64_t ClockMs(clockid_t clock) {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-void SleepMs(int64_t ms) {
-  timespec ts{static_cast<time_t>(ms / 1000),
-              static_cast<long>((ms % 1000) * 1'000'000)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 // A connected Unix stream socket, or -1.
 int ConnectUnix(const std::string& path) {
   sockaddr_un addr{};
@@ -131,6 +124,14 @@ bool DaemonWrapped() { return !Wrapper().empty(); }
 
 int64_t WallMs() { return ClockMs(CLOCK_REALTIME); }
 int64_t MonoMs() { return ClockMs(CLOCK_MONOTONIC); }
+
+void SleepMs(int64_t ms) {
+  timespec ts{static_cast<time_t>(ms / 1000),
+              static_cast<long>((ms % 1000) * 1'000'000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 void PollPause() { SleepMs(kPollIntervalMs); }
 
 // ---------------------------------------------------------------- TempDir

@@ -41,6 +41,9 @@ bool DaemonWrapped();
 int64_t WallMs();
 int64_t MonoMs();
 
+// Sleeps `ms` milliseconds (through EINTR).
+void SleepMs(int64_t ms);
+
 // Sleeps the 10 ms between two polls of PollUntil.
 void PollPause();
 

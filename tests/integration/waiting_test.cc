@@ -50,12 +50,6 @@ json ReadJson(Client& c, int64_t timeout_ms = 5000) {
   return json::parse(*line);
 }
 
-void SleepMs(int64_t ms) {
-  timespec ts{static_cast<time_t>(ms / 1000),
-              static_cast<long>((ms % 1000) * 1'000'000)};
-  nanosleep(&ts, nullptr);
-}
-
 const char* kGranted = "brake_acquires_total{result=\"granted\"}";
 
 TEST_CASE(
