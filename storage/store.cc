@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "storage/int_list.h"
+#include "storage/ledger.h"
 #include "storage/lease_chunks.h"
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
@@ -128,7 +129,7 @@ struct Store::Impl {
   Statement breaker_delete;
   Statement breaker_put;
   Statement price_put;
-  Statement ledger_insert;
+  storage::LedgerWriter ledger;
   std::string state_text;  // reused to encode limiter and breaker states
   bool quick_checked = false;
   // Set by the first I/O error or sign of corruption in a write; every later
@@ -185,18 +186,13 @@ Status Store::Impl::PrepareAll() {
        "VALUES(?1, ?2, ?3) ON CONFLICT(model) DO UPDATE SET "
        "input_nano_per_mtok = excluded.input_nano_per_mtok, "
        "output_nano_per_mtok = excluded.output_nano_per_mtok"},
-      {&ledger_insert,
-       "INSERT OR IGNORE INTO ledger(time_ms, user, task, parent, resource, "
-       "model, requests, tokens, input_tokens, output_tokens, usd_nano, "
-       "latency_ms, outcome, expired, lease) "
-       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-       "?15)"},
   };
   for (const auto& [stmt, sql] : table) {
     Result<Statement> prepared = Statement::Prepare(db(), sql);
     if (!prepared.ok()) return prepared.status();
     *stmt = std::move(*prepared);
   }
+  if (Status s = ledger.Prepare(db()); !s.ok()) return s;
   return leases.Prepare(db());
 }
 
@@ -262,26 +258,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
     price_put.BindInt(3, row.output_nano_per_mtok);
     if (!(s = price_put.Run("put price", row.model)).ok()) return s;
   }
-  for (const LedgerRow& row : b.ledger_append) {
-    ledger_insert.BindInt(1, row.time_ms);
-    ledger_insert.BindText(2, row.user);
-    ledger_insert.BindText(3, row.task);
-    ledger_insert.BindText(4, row.parent);
-    ledger_insert.BindText(5, row.resource);
-    ledger_insert.BindText(6, row.model);
-    ledger_insert.BindInt(7, row.requests);
-    ledger_insert.BindInt(8, row.tokens);
-    ledger_insert.BindInt(9, row.input_tokens);
-    ledger_insert.BindInt(10, row.output_tokens);
-    ledger_insert.BindInt(11, row.usd_nano);
-    ledger_insert.BindInt(12, row.latency_ms);
-    ledger_insert.BindText(13, row.outcome);
-    ledger_insert.BindInt(14, row.expired ? 1 : 0);
-    ledger_insert.BindText(15, row.lease);
-    s = ledger_insert.Run("append ledger row", row.user, row.task);
-    if (!s.ok()) return s;
-  }
-  return Status::Ok();
+  return ledger.Append(b.ledger_append);
 }
 
 Status Store::Impl::DeleteScope(Statement& one, Statement& kind,

@@ -1,0 +1,118 @@
+// storage/ledger.h: rows appended 32 to a statement and the rest one by one,
+// each once, and a failing row named wherever it stands.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/ledger.h"
+#include "storage/store.h"
+#include "storage/test_support.h"
+
+namespace brake {
+namespace {
+
+constexpr size_t kPer = storage::LedgerWriter::kRowsPerInsert;
+
+// Settlement `n` of `user`: its own lease and millisecond, n tokens.
+LedgerRow Settlement(const std::string& user, int n) {
+  LedgerRow row;
+  row.time_ms = 1'000 + n;
+  row.user = user;
+  row.task = "t" + std::to_string(n);
+  row.model = "m";
+  row.requests = 1;
+  row.tokens = n;
+  row.outcome = "ok";
+  row.lease = "0123456789ab-" + std::to_string(n);
+  return row;
+}
+
+// Settlements [first, last) of `user`.
+std::vector<LedgerRow> Settlements(const std::string& user, int first,
+                                   int last) {
+  std::vector<LedgerRow> rows;
+  for (int n = first; n < last; ++n) rows.push_back(Settlement(user, n));
+  return rows;
+}
+
+// {calls, tokens} of `user` in the ledger.
+std::pair<int64_t, int64_t> Totals(Store& store, const std::string& user) {
+  UsageQuery q;
+  q.user = user;
+  auto totals = store.QueryUsage(q);
+  REQUIRE(totals.ok());
+  REQUIRE(totals->size() == 1);
+  return {(*totals)[0].calls, (*totals)[0].tokens};
+}
+
+// 0 + 1 + ... + (n - 1)
+int64_t SumBelow(int64_t n) { return n * (n - 1) / 2; }
+
+TEST_CASE("Ledger rows go in 32 to a statement and the rest one by one, "
+          "each once",
+          "[storage]") {
+  storage::TempDir dir;
+  auto opened = Store::Open(dir.File("brake.db"));
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  const int n = static_cast<int>(2 * kPer + 6);  // two statements and six
+  Batch b;
+  b.ledger_append = Settlements("alice", 0, n);
+  REQUIRE(store.Apply(b).ok());
+  CHECK(Totals(store, "alice") == std::make_pair<int64_t, int64_t>(
+                                      n, SumBelow(n)));
+  // A retried batch: every row there already, none counted twice.
+  REQUIRE(store.Apply(b).ok());
+  CHECK(Totals(store, "alice").first == n);
+  // Half old, half new, in one statement of 32 and more.
+  Batch overlap;
+  overlap.ledger_append = Settlements("alice", n - 20, n + 20);
+  REQUIRE(store.Apply(overlap).ok());
+  CHECK(Totals(store, "alice") == std::make_pair<int64_t, int64_t>(
+                                      n + 20, SumBelow(n + 20)));
+  // Every row's columns landed where they belong: one group per task.
+  UsageQuery by_task;
+  by_task.user = "alice";
+  by_task.by = "task";
+  auto groups = store.QueryUsage(by_task);
+  REQUIRE(groups.ok());
+  CHECK(groups->size() == static_cast<size_t>(n + 20));
+}
+
+TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
+          "batch leaves nothing",
+          "[storage]") {
+  storage::TempDir dir;
+  const std::string path = dir.File("brake.db");
+  { REQUIRE(Store::Open(path).ok()); }
+  REQUIRE(storage::ExecRawSql(
+              path,
+              "CREATE TRIGGER fail_boom BEFORE INSERT ON ledger "
+              "WHEN NEW.user = 'boom' "
+              "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
+              .ok());
+  auto opened = Store::Open(path);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  Batch b;
+  b.ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8));
+  b.ledger_append[17] = Settlement("boom", 17);  // in the first statement
+  b.spend_put = {{"user:alice", 1, 2, 3}};
+  const Status status = store.Apply(b);
+  CHECK(status.code() == ErrorCode::kUnavailable);
+  CHECK_THAT(status.message(),
+             Catch::Contains("append ledger row (boom,t17) failed") &&
+                 Catch::Contains("injected failure"));
+  CHECK(Totals(store, "alice").first == 0);
+  auto snapshot = store.Load();
+  REQUIRE(snapshot.ok());
+  CHECK(snapshot->spend.empty());
+  // The connection stays usable: without the bad row the batch commits.
+  b.ledger_append.erase(b.ledger_append.begin() + 17);
+  REQUIRE(store.Apply(b).ok());
+  CHECK(Totals(store, "alice").first == static_cast<int64_t>(kPer + 7));
+}
+
+}  // namespace
+}  // namespace brake
