@@ -6,12 +6,13 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "storage/int_list.h"
-#include "storage/ledger.h"
 #include "storage/lease_chunks.h"
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
+#include "storage/store_impl.h"
 #include "storage/subjects.h"
 #include "storage/usage.h"
 
@@ -31,13 +32,6 @@ constexpr std::string_view kPrefix = "storage: ";
 
 // How many quick_check complaints a refusal message quotes.
 constexpr int kQuickCheckLinesQuoted = 3;
-
-// Owns the connection; declared first in Impl so it closes after every
-// statement has been finalized.
-struct Connection {
-  sqlite3* db = nullptr;
-  ~Connection() { sqlite3_close_v2(db); }
-};
 
 // Ends the open transaction after a failure, unless SQLite already rolled it
 // back on its own (it does after SQLITE_FULL, I/O errors and the like).
@@ -110,169 +104,6 @@ Status EnableWal(sqlite3* db) {
 }
 
 }  // namespace
-
-struct Store::Impl {
-  Connection connection;
-  // Apply's statements, prepared once at open.
-  Statement begin;
-  Statement commit;
-  Statement policy_delete;
-  Statement policy_put;
-  Statement task_put;
-  Statement limiter_scope_delete;
-  Statement limiter_kind_delete;
-  Statement limiter_put;
-  Statement spend_delete;
-  Statement spend_kind_delete;
-  Statement spend_put;
-  storage::LeaseChunks leases;
-  Statement breaker_delete;
-  Statement breaker_put;
-  Statement price_put;
-  storage::LedgerWriter ledger;
-  std::string state_text;  // reused to encode limiter and breaker states
-  bool quick_checked = false;
-  // Set by the first I/O error or sign of corruption in a write; every later
-  // write is refused with it (see FailClosed).
-  std::string fatal;
-
-  sqlite3* db() const { return connection.db; }
-  Status PrepareAll();
-  Status WriteBatch(const Batch& batch);
-  Status LoadInto(Snapshot* snapshot, bool with_subjects);
-  // Deletes the rows of `scope` (a "KIND:*" scope: of the whole kind).
-  Status DeleteScope(Statement& one, Statement& kind, const std::string& scope,
-                     std::string_view what);
-  Status FailClosed() const {
-    return Status::Unavailable(
-        "storage: writes refused after an earlier failure (" + fatal +
-        "); restart to reload from disk");
-  }
-};
-
-Status Store::Impl::PrepareAll() {
-  const std::pair<Statement*, const char*> table[] = {
-      {&begin, "BEGIN IMMEDIATE"},
-      {&commit, "COMMIT"},
-      {&policy_delete, "DELETE FROM policies WHERE scope = ?1"},
-      {&policy_put,
-       "INSERT INTO policies(scope, json) VALUES(?1, ?2) "
-       "ON CONFLICT(scope) DO UPDATE SET json = excluded.json"},
-      {&task_put,
-       "INSERT INTO tasks(task, user, parent, created_ms) "
-       "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(task) DO UPDATE SET "
-       "user = excluded.user, parent = excluded.parent, "
-       "created_ms = excluded.created_ms"},
-      {&limiter_scope_delete, "DELETE FROM limiters WHERE scope = ?1"},
-      {&limiter_kind_delete,
-       "DELETE FROM limiters WHERE scope >= ?1 AND scope < ?2"},
-      {&limiter_put,
-       "INSERT INTO limiters(scope, name, algorithm, state) "
-       "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope, name) DO UPDATE SET "
-       "algorithm = excluded.algorithm, state = excluded.state"},
-      {&spend_delete, "DELETE FROM spend WHERE scope = ?1"},
-      {&spend_kind_delete, "DELETE FROM spend WHERE scope >= ?1 AND scope < ?2"},
-      {&spend_put,
-       "INSERT INTO spend(scope, requests, tokens, usd_nano) "
-       "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(scope) DO UPDATE SET "
-       "requests = excluded.requests, tokens = excluded.tokens, "
-       "usd_nano = excluded.usd_nano"},
-      {&breaker_delete, "DELETE FROM breakers WHERE scope = ?1"},
-      {&breaker_put,
-       "INSERT INTO breakers(scope, state) VALUES(?1, ?2) "
-       "ON CONFLICT(scope) DO UPDATE SET state = excluded.state"},
-      {&price_put,
-       "INSERT INTO prices(model, input_nano_per_mtok, output_nano_per_mtok) "
-       "VALUES(?1, ?2, ?3) ON CONFLICT(model) DO UPDATE SET "
-       "input_nano_per_mtok = excluded.input_nano_per_mtok, "
-       "output_nano_per_mtok = excluded.output_nano_per_mtok"},
-  };
-  for (const auto& [stmt, sql] : table) {
-    Result<Statement> prepared = Statement::Prepare(db(), sql);
-    if (!prepared.ok()) return prepared.status();
-    *stmt = std::move(*prepared);
-  }
-  if (Status s = ledger.Prepare(db()); !s.ok()) return s;
-  return leases.Prepare(db());
-}
-
-// Runs inside Apply's transaction; stops at the first failing row.
-Status Store::Impl::WriteBatch(const Batch& b) {
-  Status s;
-  for (const std::string& scope : b.policies_deleted) {
-    policy_delete.BindText(1, scope);
-    if (!(s = policy_delete.Run("delete policy", scope)).ok()) return s;
-  }
-  for (const PolicyRow& row : b.policies_put) {
-    policy_put.BindText(1, row.scope);
-    policy_put.BindText(2, row.json);
-    if (!(s = policy_put.Run("put policy", row.scope)).ok()) return s;
-  }
-  for (const TaskRow& row : b.tasks_put) {
-    task_put.BindText(1, row.task);
-    task_put.BindText(2, row.user);
-    task_put.BindText(3, row.parent);
-    task_put.BindInt(4, row.created_ms);
-    if (!(s = task_put.Run("put task", row.task)).ok()) return s;
-  }
-  for (const std::string& scope : b.limiter_scopes_deleted) {
-    s = DeleteScope(limiter_scope_delete, limiter_kind_delete, scope,
-                    "delete limiters of scope");
-    if (!s.ok()) return s;
-  }
-  for (const LimiterRow& row : b.limiters_put) {
-    storage::EncodeIntList(row.state, &state_text);
-    limiter_put.BindText(1, row.scope);
-    limiter_put.BindText(2, row.name);
-    limiter_put.BindText(3, row.algorithm);
-    limiter_put.BindText(4, state_text);
-    if (!(s = limiter_put.Run("put limiter", row.scope, row.name)).ok()) {
-      return s;
-    }
-  }
-  for (const std::string& scope : b.spend_deleted) {
-    s = DeleteScope(spend_delete, spend_kind_delete, scope, "delete spend");
-    if (!s.ok()) return s;
-  }
-  for (const SpendRow& row : b.spend_put) {
-    spend_put.BindText(1, row.scope);
-    spend_put.BindInt(2, row.requests);
-    spend_put.BindInt(3, row.tokens);
-    spend_put.BindInt(4, row.usd_nano);
-    if (!(s = spend_put.Run("put spend", row.scope)).ok()) return s;
-  }
-  if (!(s = leases.Write(b.leases_deleted, b.leases_put)).ok()) return s;
-  for (const std::string& scope : b.breakers_deleted) {
-    breaker_delete.BindText(1, scope);
-    if (!(s = breaker_delete.Run("delete breaker", scope)).ok()) return s;
-  }
-  for (const BreakerRow& row : b.breakers_put) {
-    storage::EncodeIntList(row.state, &state_text);
-    breaker_put.BindText(1, row.scope);
-    breaker_put.BindText(2, state_text);
-    if (!(s = breaker_put.Run("put breaker", row.scope)).ok()) return s;
-  }
-  for (const PriceRow& row : b.prices_put) {
-    price_put.BindText(1, row.model);
-    price_put.BindInt(2, row.input_nano_per_mtok);
-    price_put.BindInt(3, row.output_nano_per_mtok);
-    if (!(s = price_put.Run("put price", row.model)).ok()) return s;
-  }
-  return ledger.Append(b.ledger_append);
-}
-
-Status Store::Impl::DeleteScope(Statement& one, Statement& kind,
-                                const std::string& scope,
-                                std::string_view what) {
-  std::string low, high;
-  if (!storage::KindRange(scope, &low, &high)) {
-    one.BindText(1, scope);
-    return one.Run(what, scope);
-  }
-  kind.BindText(1, low);
-  kind.BindText(2, high);
-  return kind.Run(what, scope);
-}
 
 // Runs inside Load's read transaction. Rows come in key order so that a
 // load is deterministic.

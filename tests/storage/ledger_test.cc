@@ -1,18 +1,19 @@
-// storage/ledger.h: rows appended 32 to a statement and the rest one by one,
-// each once, and a failing row named wherever it stands.
+// storage/multi_insert.h, through the ledger: rows appended 32 to a statement
+// and the rest one by one, each once, and a failing row named wherever it
+// stands.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "storage/ledger.h"
+#include "storage/multi_insert.h"
 #include "storage/store.h"
 #include "storage/test_support.h"
 
 namespace brake {
 namespace {
 
-constexpr size_t kPer = storage::LedgerWriter::kRowsPerInsert;
+constexpr size_t kPer = storage::MultiInsert::kRows;
 
 // Settlement `n` of `user`: its own lease and millisecond, n tokens.
 LedgerRow Settlement(const std::string& user, int n) {
@@ -112,6 +113,44 @@ TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
   b.ledger_append.erase(b.ledger_append.begin() + 17);
   REQUIRE(store.Apply(b).ok());
   CHECK(Totals(store, "alice").first == static_cast<int64_t>(kPer + 7));
+}
+
+TEST_CASE("Limiter and spend rows go in 32 to a statement and the later of "
+          "one key wins",
+          "[storage]") {
+  storage::TempDir dir;
+  auto opened = Store::Open(dir.File("brake.db"));
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  const int n = static_cast<int>(kPer + 8);
+  Batch b;
+  for (int i = 0; i < n; ++i) {
+    const std::string scope = "task:t" + std::to_string(i);
+    // Each limiter's state is its own: a state bound to the wrong row, or
+    // encoded into text another row overwrote, shows.
+    b.limiters_put.push_back({scope, "rpm", "token_bucket", {i, i * 10}});
+    b.spend_put.push_back({scope, i, i * 2, i * 3});
+  }
+  // The same keys again within the first statement: the later rows win.
+  b.limiters_put[20] = {"task:t3", "rpm", "token_bucket", {-3}};
+  b.spend_put[20] = {"task:t3", 7, 8, 9};
+  REQUIRE(store.Apply(b).ok());
+  auto loaded = store.Load();
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->limiters.size() == static_cast<size_t>(n - 1));
+  REQUIRE(loaded->spend.size() == static_cast<size_t>(n - 1));
+  for (const LimiterRow& row : loaded->limiters) {
+    const int i = std::stoi(row.scope.substr(6));
+    INFO(row.scope);
+    CHECK(row.state == (i == 3 ? std::vector<int64_t>{-3}
+                               : std::vector<int64_t>{i, i * 10}));
+  }
+  for (const SpendRow& row : loaded->spend) {
+    const int i = std::stoi(row.scope.substr(6));
+    INFO(row.scope);
+    CHECK(row.requests == (i == 3 ? 7 : i));
+    CHECK(row.usd_nano == (i == 3 ? 9 : i * 3));
+  }
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+// MultiInsert: an INSERT (or upsert) written many rows to a statement.
+//
+// Every settlement appends a ledger row and every grant to a subject not yet
+// dirty in the batch upserts its limiter and spend rows, so rows written one
+// statement each were most of the storage thread's work: a step, a halt and
+// a reset per row. Rows go kRows to a statement (INSERT ... VALUES (...),
+// (...), ... [ON CONFLICT ...]), the rest of a batch one to a statement; two
+// rows of one key in one statement end as two statements would leave them
+// (the later wins). A statement of kRows that fails changed nothing (SQLite
+// rolls back a failed statement), so its rows are then written one at a
+// time, inside the transaction, and the error names the row that failed
+// (a single row's message). Storage thread only, like the Store.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstddef>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "storage/sqlite_util.h"
+
+namespace brake::storage {
+
+class MultiInsert {
+ public:
+  static constexpr size_t kRows = 32;
+
+  // `into` is "INSERT [OR ...] INTO table(c1, ..., cN)", `columns` N and
+  // `tail` what follows the rows ("ON CONFLICT ...", or empty). `db` must
+  // outlive this.
+  Status Prepare(sqlite3* db, std::string_view into, int columns,
+                 std::string_view tail);
+
+  // Writes `rows` in the caller's transaction. `bind(statement, first, row,
+  // slot)` binds `row` to parameters first .. first + N - 1; `slot` (below
+  // kRows) is its place in the statement, for text it encodes that must
+  // live until the statement runs. `key(row)` is a pair of string_views that
+  // names a row in an error: "storage: <what> (<key>) failed: ...".
+  template <typename Row, typename Bind, typename Key>
+  Status Write(const std::vector<Row>& rows, std::string_view what, Bind bind,
+               Key key) {
+    size_t next = 0;
+    while (rows.size() - next >= kRows) {
+      for (size_t r = 0; r < kRows; ++r) {
+        bind(many_, static_cast<int>(r) * columns_ + 1, rows[next + r], r);
+      }
+      const auto [key1, key2] = key(rows[next]);
+      Status s = many_.Run(what, key1, key2);
+      if (!s.ok()) {
+        // Outside a transaction (SQLite ends it after some errors, e.g. an
+        // I/O error) one row at a time would commit each: report as is.
+        if (sqlite3_get_autocommit(db_) != 0) return s;
+        break;  // one at a time, below, names the row that fails
+      }
+      next += kRows;
+    }
+    for (; next < rows.size(); ++next) {
+      bind(one_, 1, rows[next], 0);
+      const auto [key1, key2] = key(rows[next]);
+      if (Status s = one_.Run(what, key1, key2); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  int columns_ = 0;
+  Statement one_;   // one row
+  Statement many_;  // kRows rows
+};
+
+}  // namespace brake::storage
