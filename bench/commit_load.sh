@@ -1,18 +1,21 @@
 #!/bin/bash
-# bench/commit_load.sh BUILD C D [SECONDS]: acquire + commit, the usual use.
+# bench/commit_load.sh BUILD C D [SECONDS [ARGS...]]: acquire + commit, the
+# usual use.
 #
 # bench/compare measures acquires alone (its leases stay open); an agent
 # commits each lease, and every commit writes a ledger row. This starts a
 # fresh braked from BUILD (batched durability, max_open_leases 1e9) on a
 # temporary socket and database, sets compare's generous task:* token
 # bucket, runs brake-bench --commit --tokens 10 at C connections x D in
-# flight for SECONDS (default 3; 0.5 s warm-up) and prints acquires/s,
-# commits/s, the acquire p50 and, per braked thread (the loop, the storage
-# thread), its user and system CPU per acquire + commit over the run
-# (/proc/PID/task/TID/stat). docs/PERFORMANCE.md ("Twelfth pass") has
-# figures.
+# flight for SECONDS (default 3; 0.5 s warm-up), with ARGS passed on to
+# brake-bench (e.g. --spread --tasks 100000: a different task each
+# acquire), and prints acquires/s, commits/s, the acquire p50 and, per
+# braked thread (the loop, the storage thread), its user and system CPU per
+# acquire + commit over the run (/proc/PID/task/TID/stat).
+# docs/PERFORMANCE.md ("Twelfth pass") has figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
+shift $(($# < 4 ? $# : 4))
 D=$(mktemp -d /tmp/commit_load.XXXX)
 trap 'rm -rf "$D"' EXIT
 echo '{"durability":"batched","max_open_leases":1000000000}' > "$D/c.json"
@@ -34,7 +37,7 @@ threads() {
 threads > "$D/before"
 "$B/bench/brake-bench" --socket "$D/s.sock" --connections "$C" \
   --depth "$DEPTH" --seconds "$S" --warmup-seconds 0.5 --user cmp \
-  --task-prefix cmp- --commit --tokens 10 --json > "$D/run.json"
+  --task-prefix cmp- --commit --tokens 10 --json "$@" > "$D/run.json"
 threads > "$D/after"
 kill -TERM "$P"
 wait "$P"
