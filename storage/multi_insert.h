@@ -6,10 +6,12 @@
 // a reset per row. Rows go kRows to a statement (INSERT ... VALUES (...),
 // (...), ... [ON CONFLICT ...]), the rest of a batch one to a statement; two
 // rows of one key in one statement end as two statements would leave them
-// (the later wins). A statement of kRows that fails changed nothing (SQLite
-// rolls back a failed statement), so its rows are then written one at a
-// time, inside the transaction, and the error names the row that failed
-// (a single row's message). Storage thread only, like the Store.
+// (the later wins). A statement of kRows that a row's constraint (or a
+// trigger) fails changed nothing (SQLite rolls back a failed statement), so
+// its rows are then written one at a time, inside the transaction, and the
+// error names the row that failed (a single row's message). Any other
+// failure (I/O, a full disk) is returned at once, as the first row's, for
+// the Store to fail closed on. Storage thread only, like the Store.
 #pragma once
 
 #include <sqlite3.h>
@@ -50,9 +52,12 @@ class MultiInsert {
       const auto [key1, key2] = key(rows[next]);
       Status s = many_.Run(what, key1, key2);
       if (!s.ok()) {
-        // Outside a transaction (SQLite ends it after some errors, e.g. an
-        // I/O error) one row at a time would commit each: report as is.
-        if (sqlite3_get_autocommit(db_) != 0) return s;
+        // Only a row's own failure is worth finding, and only inside the
+        // transaction (outside it, each row alone would commit).
+        const int rc = sqlite3_extended_errcode(db_) & 0xff;
+        if (rc != SQLITE_CONSTRAINT || sqlite3_get_autocommit(db_) != 0) {
+          return s;
+        }
         break;  // one at a time, below, names the row that fails
       }
       next += kRows;

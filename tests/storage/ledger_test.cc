@@ -115,6 +115,33 @@ TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
   CHECK(Totals(store, "alice").first == static_cast<int64_t>(kPer + 7));
 }
 
+TEST_CASE("A row that ends the transaction inside a statement of 32 leaves "
+          "no row of its batch committed",
+          "[storage]") {
+  storage::TempDir dir;
+  const std::string path = dir.File("brake.db");
+  { REQUIRE(Store::Open(path).ok()); }
+  // RAISE(ROLLBACK) ends the whole transaction, as SQLite does itself after
+  // some I/O errors: writing the statement's rows one at a time then would
+  // commit each on its own.
+  REQUIRE(storage::ExecRawSql(
+              path,
+              "CREATE TRIGGER rollback_boom BEFORE INSERT ON ledger "
+              "WHEN NEW.user = 'boom' "
+              "BEGIN SELECT RAISE(ROLLBACK, 'injected rollback'); END;")
+              .ok());
+  auto opened = Store::Open(path);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  Batch b;
+  b.ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8));
+  b.ledger_append[17] = Settlement("boom", 17);
+  const Status status = store.Apply(b);
+  CHECK(status.code() == ErrorCode::kUnavailable);
+  CHECK_THAT(status.message(), Catch::Contains("injected rollback"));
+  CHECK(Totals(store, "alice").first == 0);
+}
+
 TEST_CASE("Limiter and spend rows go in 32 to a statement and the later of "
           "one key wins",
           "[storage]") {
