@@ -50,6 +50,25 @@ std::pair<int64_t, int64_t> Totals(Store& store, const std::string& user) {
 // 0 + 1 + ... + (n - 1)
 int64_t SumBelow(int64_t n) { return n * (n - 1) / 2; }
 
+// A fresh store in `dir` whose ledger refuses user "boom" with
+// RAISE(`raise`, 'injected'), and a batch of 40 settlements whose 18th, in
+// the first statement of 32, is boom's.
+std::unique_ptr<Store> StoreRefusingBoom(storage::TempDir& dir,
+                                         const std::string& raise, Batch* b) {
+  const std::string path = dir.File("brake.db");
+  { REQUIRE(Store::Open(path).ok()); }
+  REQUIRE(storage::ExecRawSql(path,
+                              "CREATE TRIGGER boom BEFORE INSERT ON ledger "
+                              "WHEN NEW.user = 'boom' BEGIN SELECT RAISE(" +
+                                  raise + ", 'injected'); END;")
+              .ok());
+  auto opened = Store::Open(path);
+  REQUIRE(opened.ok());
+  b->ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8));
+  b->ledger_append[17] = Settlement("boom", 17);
+  return std::move(*opened);
+}
+
 TEST_CASE("Ledger rows go in 32 to a statement and the rest one by one, "
           "each once",
           "[storage]") {
@@ -85,26 +104,15 @@ TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
           "batch leaves nothing",
           "[storage]") {
   storage::TempDir dir;
-  const std::string path = dir.File("brake.db");
-  { REQUIRE(Store::Open(path).ok()); }
-  REQUIRE(storage::ExecRawSql(
-              path,
-              "CREATE TRIGGER fail_boom BEFORE INSERT ON ledger "
-              "WHEN NEW.user = 'boom' "
-              "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
-              .ok());
-  auto opened = Store::Open(path);
-  REQUIRE(opened.ok());
-  Store& store = **opened;
   Batch b;
-  b.ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8));
-  b.ledger_append[17] = Settlement("boom", 17);  // in the first statement
+  auto opened = StoreRefusingBoom(dir, "ABORT", &b);
+  Store& store = *opened;
   b.spend_put = {{"user:alice", 1, 2, 3}};
   const Status status = store.Apply(b);
   CHECK(status.code() == ErrorCode::kUnavailable);
   CHECK_THAT(status.message(),
              Catch::Contains("append ledger row (boom,t17) failed") &&
-                 Catch::Contains("injected failure"));
+                 Catch::Contains("injected"));
   CHECK(Totals(store, "alice").first == 0);
   auto snapshot = store.Load();
   REQUIRE(snapshot.ok());
@@ -115,30 +123,19 @@ TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
   CHECK(Totals(store, "alice").first == static_cast<int64_t>(kPer + 7));
 }
 
+// RAISE(ROLLBACK) ends the whole transaction, as SQLite does itself after
+// some I/O errors: writing the statement's rows one at a time then would
+// commit each on its own.
 TEST_CASE("A row that ends the transaction inside a statement of 32 leaves "
           "no row of its batch committed",
           "[storage]") {
   storage::TempDir dir;
-  const std::string path = dir.File("brake.db");
-  { REQUIRE(Store::Open(path).ok()); }
-  // RAISE(ROLLBACK) ends the whole transaction, as SQLite does itself after
-  // some I/O errors: writing the statement's rows one at a time then would
-  // commit each on its own.
-  REQUIRE(storage::ExecRawSql(
-              path,
-              "CREATE TRIGGER rollback_boom BEFORE INSERT ON ledger "
-              "WHEN NEW.user = 'boom' "
-              "BEGIN SELECT RAISE(ROLLBACK, 'injected rollback'); END;")
-              .ok());
-  auto opened = Store::Open(path);
-  REQUIRE(opened.ok());
-  Store& store = **opened;
   Batch b;
-  b.ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8));
-  b.ledger_append[17] = Settlement("boom", 17);
+  auto opened = StoreRefusingBoom(dir, "ROLLBACK", &b);
+  Store& store = *opened;
   const Status status = store.Apply(b);
   CHECK(status.code() == ErrorCode::kUnavailable);
-  CHECK_THAT(status.message(), Catch::Contains("injected rollback"));
+  CHECK_THAT(status.message(), Catch::Contains("injected"));
   CHECK(Totals(store, "alice").first == 0);
 }
 
