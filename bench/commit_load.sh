@@ -16,16 +16,8 @@
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
 shift $(($# < 4 ? $# : 4))
-D=$(mktemp -d /tmp/commit_load.XXXX)
-trap 'rm -rf "$D"' EXIT
-echo '{"durability":"batched","max_open_leases":1000000000}' > "$D/c.json"
-"$B/daemon/braked" --socket "$D/s.sock" --db "$D/b.db" --config "$D/c.json" \
-  > "$D/log" 2>&1 &
-P=$!
-for _ in $(seq 100); do
-  "$B/ctl/brakectl" --socket "$D/s.sock" ping > /dev/null 2>&1 && break
-  sleep 0.05
-done
+. "$(dirname "$0")/fresh_braked.sh"
+FreshBraked "$B"
 "$B/ctl/brakectl" --socket "$D/s.sock" policy set 'task:*' \
   '{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
   > /dev/null

@@ -13,16 +13,8 @@
 # docs/PERFORMANCE.md ("Seventh pass", "Eighth pass") has figures.
 set -eu
 B=$1; K=$2; S=$3; MODE=$4
-D=$(mktemp -d /tmp/spr.XXXX)
-trap 'rm -rf "$D"' EXIT
-echo '{"durability":"batched","max_open_leases":1000000000}' > "$D/c.json"
-"$B/daemon/braked" --socket "$D/s.sock" --db "$D/b.db" --config "$D/c.json" \
-  > "$D/log" 2>&1 &
-P=$!
-for _ in $(seq 100); do
-  "$B/ctl/brakectl" --socket "$D/s.sock" ping > /dev/null 2>&1 && break
-  sleep 0.05
-done
+. "$(dirname "$0")/fresh_braked.sh"
+FreshBraked "$B"
 if [ "$MODE" = deny ]; then
   POL='{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1,"per_ms":86400000,"burst":1}]}'
 else

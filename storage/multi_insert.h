@@ -29,6 +29,8 @@ namespace brake::storage {
 class MultiInsert {
  public:
   static constexpr size_t kRows = 32;
+  // What names a row in an error: one or two parts of its key.
+  using Key = std::pair<std::string_view, std::string_view>;
 
   // `into` is "INSERT [OR ...] INTO table(c1, ..., cN)", `columns` N and
   // `tail` what follows the rows ("ON CONFLICT ...", or empty). `db` must
@@ -39,8 +41,8 @@ class MultiInsert {
   // Writes `rows` in the caller's transaction. `bind(statement, first, row,
   // slot)` binds `row` to parameters first .. first + N - 1; `slot` (below
   // kRows) is its place in the statement, for text it encodes that must
-  // live until the statement runs. `key(row)` is a pair of string_views that
-  // names a row in an error: "storage: <what> (<key>) failed: ...".
+  // live until the statement runs. `key(row)` is the row's Key, for an
+  // error: "storage: <what> (<key>) failed: ...".
   template <typename Row, typename Bind, typename Key>
   Status Write(const std::vector<Row>& rows, std::string_view what, Bind bind,
                Key key) {

@@ -46,8 +46,8 @@ struct Store::Impl {
   storage::Statement breaker_put;
   storage::Statement price_put;
   storage::MultiInsert ledger_append;
-  std::string state_text;  // reused to encode a breaker's state
-  // A limiter state encoded per row of a statement (MultiInsert slot).
+  // A limiter or breaker state encoded per row of a statement (by
+  // MultiInsert slot; a breaker's, one to a statement, in the first).
   std::vector<std::string> state_texts =
       std::vector<std::string>(storage::MultiInsert::kRows);
   bool quick_checked = false;

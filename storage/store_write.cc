@@ -107,8 +107,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
         st.BindText(first + 3, state_texts[slot]);
       },
       [](const LimiterRow& row) {
-        return std::pair<std::string_view, std::string_view>(row.scope,
-                                                             row.name);
+        return storage::MultiInsert::Key{row.scope, row.name};
       });
   if (!s.ok()) return s;
   for (const std::string& scope : b.spend_deleted) {
@@ -124,7 +123,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
         st.BindInt(first + 3, row.usd_nano);
       },
       [](const SpendRow& row) {
-        return std::pair<std::string_view, std::string_view>(row.scope, {});
+        return storage::MultiInsert::Key{row.scope, {}};
       });
   if (!s.ok()) return s;
   if (!(s = leases.Write(b.leases_deleted, b.leases_put)).ok()) return s;
@@ -133,9 +132,9 @@ Status Store::Impl::WriteBatch(const Batch& b) {
     if (!(s = breaker_delete.Run("delete breaker", scope)).ok()) return s;
   }
   for (const BreakerRow& row : b.breakers_put) {
-    storage::EncodeIntList(row.state, &state_text);
+    storage::EncodeIntList(row.state, &state_texts[0]);
     breaker_put.BindText(1, row.scope);
-    breaker_put.BindText(2, state_text);
+    breaker_put.BindText(2, state_texts[0]);
     if (!(s = breaker_put.Run("put breaker", row.scope)).ok()) return s;
   }
   for (const PriceRow& row : b.prices_put) {
@@ -164,8 +163,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
         st.BindText(first + 14, row.lease);
       },
       [](const LedgerRow& row) {
-        return std::pair<std::string_view, std::string_view>(row.user,
-                                                             row.task);
+        return storage::MultiInsert::Key{row.user, row.task};
       });
 }
 

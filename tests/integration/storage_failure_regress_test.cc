@@ -27,11 +27,8 @@ TEST_CASE(
     "storage failure: while every fsync fails no transaction is reported "
     "committed",
     "[integration][storage_failure]") {
-  const std::string strace = FindInPath("strace");
-  if (strace.empty()) {
-    WARN("strace not installed: fsync-failure case skipped");
-    return;
-  }
+  const std::string strace = FindStrace();
+  if (strace.empty()) return;
   RunningDaemon r;
   Daemon& d = r.daemon;
   StraceFault f(strace, d, r.dir.File("strace.log"));

@@ -230,11 +230,8 @@ TEST_CASE(
     "storage failure: fsync failing with EIO (strace inject) fails acquires "
     "closed, keeps reads, recovers when it stops",
     "[integration][storage_failure]") {
-  const std::string strace = FindInPath("strace");
-  if (strace.empty()) {
-    WARN("strace not installed: fsync-failure case skipped");
-    return;
-  }
+  const std::string strace = FindStrace();
+  if (strace.empty()) return;
   RunningDaemon r;
   StraceFault f(strace, r.daemon, r.dir.File("strace.log"));
   RunScenario(r.daemon, f.fault, /*failure_holds=*/false);

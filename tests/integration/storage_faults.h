@@ -97,6 +97,14 @@ inline int64_t FillUp(const std::string& path) {
   return total;
 }
 
+// The strace binary, or "" after a WARN that the case calling it is
+// skipped (strace is not installed).
+inline std::string FindStrace() {
+  const std::string strace = FindInPath("strace");
+  if (strace.empty()) WARN("strace not installed: fsync-failure case skipped");
+  return strace;
+}
+
 // strace attached to every thread of `pid`, injecting EIO into fsync and
 // fdatasync while this lives (or until Detach).
 class StraceInjector {

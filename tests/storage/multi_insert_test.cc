@@ -47,6 +47,13 @@ std::pair<int64_t, int64_t> Totals(Store& store, const std::string& user) {
   return {(*totals)[0].calls, (*totals)[0].tokens};
 }
 
+// A fresh store in `dir`.
+std::unique_ptr<Store> FreshStore(storage::TempDir& dir) {
+  auto opened = Store::Open(dir.File("brake.db"));
+  REQUIRE(opened.ok());
+  return std::move(*opened);
+}
+
 // 0 + 1 + ... + (n - 1)
 int64_t SumBelow(int64_t n) { return n * (n - 1) / 2; }
 
@@ -56,7 +63,7 @@ int64_t SumBelow(int64_t n) { return n * (n - 1) / 2; }
 std::unique_ptr<Store> StoreRefusingBoom(storage::TempDir& dir,
                                          const std::string& raise, Batch* b) {
   const std::string path = dir.File("brake.db");
-  { REQUIRE(Store::Open(path).ok()); }
+  FreshStore(dir);  // made, and closed again
   REQUIRE(storage::ExecRawSql(path,
                               "CREATE TRIGGER boom BEFORE INSERT ON ledger "
                               "WHEN NEW.user = 'boom' BEGIN SELECT RAISE(" +
@@ -73,9 +80,8 @@ TEST_CASE("Ledger rows go in 32 to a statement and the rest one by one, "
           "each once",
           "[storage]") {
   storage::TempDir dir;
-  auto opened = Store::Open(dir.File("brake.db"));
-  REQUIRE(opened.ok());
-  Store& store = **opened;
+  auto opened = FreshStore(dir);
+  Store& store = *opened;
   const int n = static_cast<int>(2 * kPer + 6);  // two statements and six
   Batch b;
   b.ledger_append = Settlements("alice", 0, n);
@@ -143,9 +149,8 @@ TEST_CASE("Limiter and spend rows go in 32 to a statement and the later of "
           "one key wins",
           "[storage]") {
   storage::TempDir dir;
-  auto opened = Store::Open(dir.File("brake.db"));
-  REQUIRE(opened.ok());
-  Store& store = **opened;
+  auto opened = FreshStore(dir);
+  Store& store = *opened;
   const int n = static_cast<int>(kPer + 8);
   Batch b;
   for (int i = 0; i < n; ++i) {

@@ -1,0 +1,17 @@
+# Sourced by bench scripts (spread.sh, commit_load.sh): FreshBraked BUILD
+# starts braked from BUILD (batched durability, max_open_leases 1e9) on a
+# socket and database in a new temporary directory, removed on exit, and
+# waits until it answers. Sets D (the directory; its socket is $D/s.sock)
+# and P (braked's pid).
+FreshBraked() {
+  D=$(mktemp -d /tmp/braked.XXXX)
+  trap 'rm -rf "$D"' EXIT
+  echo '{"durability":"batched","max_open_leases":1000000000}' > "$D/c.json"
+  "$1/daemon/braked" --socket "$D/s.sock" --db "$D/b.db" \
+    --config "$D/c.json" > "$D/log" 2>&1 &
+  P=$!
+  for _ in $(seq 100); do
+    "$1/ctl/brakectl" --socket "$D/s.sock" ping > /dev/null 2>&1 && return
+    sleep 0.05
+  done
+}
