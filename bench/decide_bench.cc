@@ -12,7 +12,7 @@
 //   deny   acquire denied by the task's bucket (global and user admit first)
 //   dry    acquire with dry_run: evaluated, granted, nothing charged
 // Between batches of kBatch decisions the engine is drained as the daemon's
-// flush timer would (the lease encoder returns ""), and settled leases older
+// flush timer would (the lease encoder writes nothing), and settled leases older
 // than the lease TTL are forgotten; that "housekeeping" is timed too.
 // The clock is simulated: now advances 1 us per decision.
 //
@@ -128,7 +128,7 @@ struct Bench {
   // daemon's flush and housekeeping timers do.
   void Housekeep() {
     batch = Batch{};
-    (void)engine.Drain(&batch, [](const Lease&) { return std::string(); });
+    (void)engine.Drain(&batch, [](const Lease&, std::string*) {});
     (void)engine.ExpireLeases(now_us);
   }
 };

@@ -146,7 +146,7 @@ int Run(int64_t iterations, int64_t subjects, bool slow) {
     commit_ns += t3 - t2;
     if (i % kBatch == kBatch - 1) {
       Batch batch;
-      (void)engine.Drain(&batch, [](const Lease&) { return std::string(); });
+      (void)engine.Drain(&batch, [](const Lease&, std::string*) {});
       (void)d.decider()->Drain(&batch);
       (void)engine.ExpireLeases(now_us);
     }

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       const long n = b * per_batch + i + 1;
       char row[sizeof(kRow) + 24];
       std::snprintf(row, sizeof(row), kRow, static_cast<int>(n));
-      batch.leases_put.push_back(brake::LeaseRow{Id(n), row, true});
+      batch.leases_put.Add(Id(n), row, /*fresh=*/true);
     }
     if (brake::Status s = (*store)->Apply(batch); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());

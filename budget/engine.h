@@ -189,8 +189,7 @@ class Engine {
 
   // Moves every change since the last Drain into `batch`; leases are
   // serialized with `encode`. Returns false when there was nothing.
-  bool Drain(Batch* batch,
-             const std::function<std::string(const Lease&)>& encode);
+  bool Drain(Batch* batch, const LeaseEncoder& encode);
 
   // True when there are changes that Drain has not yet taken.
   bool dirty() const {

@@ -79,8 +79,7 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
   leases_.Restore(std::move(lease));
 }
 
-bool Engine::Drain(Batch* batch,
-                   const std::function<std::string(const Lease&)>& encode) {
+bool Engine::Drain(Batch* batch, const LeaseEncoder& encode) {
   bool any = false;
   // First: a kind's stored rows go before this batch's puts of its subjects
   // in memory (the store runs deletes before puts).

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -117,6 +118,9 @@ struct Lease {
   std::string text_;
   uint32_t ends_[kFields] = {};  // where each field ends in text_
 };
+
+// Appends the stored form of a lease to `text` (the daemon's EncodeLease).
+using LeaseEncoder = std::function<void(const Lease&, std::string* text)>;
 
 // What settling a lease charged; a duplicate commit or cancel answers the
 // first settlement's again.

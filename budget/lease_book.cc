@@ -258,14 +258,15 @@ void LeaseBook::ForEachOpen(const std::function<void(Lease&)>& f) {
   }
 }
 
-bool LeaseBook::Drain(Batch* batch,
-                      const std::function<std::string(const Lease&)>& encode) {
+bool LeaseBook::Drain(Batch* batch, const LeaseEncoder& encode) {
   bool any = false;
   auto drain = [&](Slot& slot, const std::string& id) {
     slot.listed = false;
     if (!slot.settled) {
-      batch->leases_put.push_back(
-          LeaseRow{id, encode(*slot.lease), /*fresh=*/!slot.stored});
+      batch->leases_put.AddEncoded(id, /*fresh=*/!slot.stored,
+                                   [&](std::string* text) {
+                                     encode(*slot.lease, text);
+                                   });
       slot.stored = true;
       any = true;
     } else if (slot.stored) {
@@ -274,7 +275,11 @@ bool LeaseBook::Drain(Batch* batch,
       any = true;
     }
   };
-  batch->leases_put.reserve(batch->leases_put.size() + dirty_own_.size());
+  LeasePuts& puts = batch->leases_put;
+  const size_t rows_before = puts.size();
+  const size_t text_before = puts.text_size();
+  const size_t listed = dirty_own_.size() + dirty_other_.size();
+  puts.reserve(listed, listed * (row_bytes_ + row_bytes_ / 8));
   std::string id;
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
@@ -288,6 +293,9 @@ bool LeaseBook::Drain(Batch* batch,
   for (std::string& gone : gone_) {
     batch->leases_deleted.push_back(std::move(gone));
     any = true;
+  }
+  if (const size_t rows = puts.size() - rows_before; rows > 0) {
+    row_bytes_ = (puts.text_size() - text_before) / rows;
   }
   dirty_own_.clear();
   dirty_other_.clear();

@@ -87,11 +87,11 @@ class LeaseBook {
   bool dirty() const {
     return !dirty_own_.empty() || !dirty_other_.empty() || !gone_.empty();
   }
-  // Puts listed open leases (encoded, each with its id) and deletes the stored rows of listed
-  // settled ones into `batch`; a lease opened and settled between two
-  // drains was never stored and needs neither. True when it added a row.
-  bool Drain(Batch* batch,
-             const std::function<std::string(const Lease&)>& encode);
+  // Puts listed open leases (encoded, each with its id) and deletes the
+  // stored rows of listed settled ones into `batch`; a lease opened and
+  // settled between two drains was never stored and needs neither. True
+  // when it added a row.
+  bool Drain(Batch* batch, const LeaseEncoder& encode);
 
  private:
   struct Slot {
@@ -135,6 +135,9 @@ class LeaseBook {
   std::vector<uint64_t> dirty_own_;
   std::vector<std::string> dirty_other_;
   std::vector<std::string> gone_;  // forgotten before Drain deleted their rows
+  // The last Drain's bytes per row put (id and text), for the next one's
+  // reserve.
+  size_t row_bytes_ = 192;
   // Settled lease objects kept for reuse (kMinPooled says how many).
   std::vector<std::unique_ptr<Lease>> pool_;
   size_t peak_open_ = 0;       // in this span

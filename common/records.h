@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/lease_puts.h"
+
 namespace brake {
 
 struct PolicyRow {
@@ -40,11 +42,10 @@ struct SpendRow {
   int64_t usd_nano = 0;  // 1 usd = 1e9
 };
 
+// An open lease as stored (a Batch puts them as LeasePuts).
 struct LeaseRow {
   std::string id;
   std::string json;  // the daemon's serialized lease
-  // Never put before: the store need not look for an earlier row of it.
-  bool fresh = false;
 };
 
 struct BreakerRow {
@@ -93,7 +94,7 @@ struct Batch {
   std::vector<std::string> limiter_scopes_deleted;
   std::vector<SpendRow> spend_put;
   std::vector<std::string> spend_deleted;  // scopes; "KIND:*" as above
-  std::vector<LeaseRow> leases_put;
+  LeasePuts leases_put;
   std::vector<std::string> leases_deleted;  // lease ids
   std::vector<BreakerRow> breakers_put;
   std::vector<std::string> breakers_deleted;  // scopes

@@ -267,7 +267,7 @@ void Daemon::Seal() {
   if (!Dirty()) return;
   Batch batch;
   batch.seq = open_seq_;
-  engine_->Drain(&batch, EncodeLease);
+  engine_->Drain(&batch, AppendEncodedLease);
   dispatcher_->decider()->Drain(&batch);
   pending_.emplace_back(open_seq_, clock_.NowUs());
   sealed_seq_ = open_seq_++;

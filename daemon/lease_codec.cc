@@ -1,6 +1,5 @@
 #include "daemon/lease_codec.h"
 
-#include <charconv>
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -9,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/decimal.h"
 #include "common/json_plain.h"
 
 namespace brake {
@@ -84,10 +84,10 @@ class LeaseWriter {
     }
     *p_++ = '"';
   }
-  void Int(int64_t v) { p_ = std::to_chars(p_, p_ + 24, v).ptr; }
-  // The lease written, in a string of its own size.
-  std::string Take() const {
-    return std::string(out_.data(), static_cast<size_t>(p_ - out_.data()));
+  void Int(int64_t v) { p_ = WriteDecimal(p_, v); }
+  // Appends the lease written to `text`.
+  void AppendTo(std::string* text) const {
+    text->append(out_.data(), static_cast<size_t>(p_ - out_.data()));
   }
 
  private:
@@ -193,7 +193,7 @@ bool DecodeArray(std::string_view id, const json& j, Lease* l) {
 // Written by hand: it runs for every granted acquire still open at a
 // drain, on the loop thread (a nlohmann array per lease cost more than the
 // whole decision).
-std::string EncodeLease(const Lease& l) {
+void AppendEncodedLease(const Lease& l, std::string* text) {
   thread_local std::string buffer;
   LeaseWriter w(l, &buffer);
   w.Char('[');
@@ -235,7 +235,13 @@ std::string EncodeLease(const Lease& l) {
   }
   w.Char(']');
   w.Char(']');
-  return w.Take();
+  w.AppendTo(text);
+}
+
+std::string EncodeLease(const Lease& l) {
+  std::string text;
+  AppendEncodedLease(l, &text);
+  return text;
 }
 
 Result<Lease> DecodeLease(std::string_view id, std::string_view text) {

@@ -23,6 +23,9 @@
 
 namespace brake {
 
+// Appends the lease's form to `text`: the drain's encoder (a LeaseEncoder),
+// which allocates nothing per lease once its buffer has grown.
+void AppendEncodedLease(const Lease& lease, std::string* text);
 std::string EncodeLease(const Lease& lease);
 // `id` is the row's; damage of any kind is kUnavailable ("storage: ...").
 Result<Lease> DecodeLease(std::string_view id, std::string_view text);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -62,10 +63,14 @@ void Batch::Append(Batch&& other) {
              [](const LimiterRow& r) -> const std::string& { return r.scope; });
   DropPutsOf(other.spend_deleted, &spend_put,
              [](const SpendRow& r) -> const std::string& { return r.scope; });
-  DropPutsOf(other.leases_deleted, &leases_put,
-             [](const LeaseRow& r) -> const std::string& { return r.id; });
   DropPutsOf(other.breakers_deleted, &breakers_put,
              [](const BreakerRow& r) -> const std::string& { return r.scope; });
+  if (!other.leases_deleted.empty() && !leases_put.empty()) {
+    const std::unordered_set<std::string_view> ids(
+        other.leases_deleted.begin(), other.leases_deleted.end());
+    leases_put.EraseIf(
+        [&](const LeasePuts::Row& r) { return ids.count(r.id) > 0; });
+  }
 
   MoveAppend(&policies_put, &other.policies_put);
   MoveAppend(&policies_deleted, &other.policies_deleted);
@@ -74,7 +79,7 @@ void Batch::Append(Batch&& other) {
   MoveAppend(&limiter_scopes_deleted, &other.limiter_scopes_deleted);
   MoveAppend(&spend_put, &other.spend_put);
   MoveAppend(&spend_deleted, &other.spend_deleted);
-  MoveAppend(&leases_put, &other.leases_put);
+  leases_put.Append(std::move(other.leases_put));
   MoveAppend(&leases_deleted, &other.leases_deleted);
   MoveAppend(&breakers_put, &other.breakers_put);
   MoveAppend(&breakers_deleted, &other.breakers_deleted);

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/decimal.h"
+
 namespace brake::storage {
 
 void EncodeIntList(const std::vector<int64_t>& values, std::string* out) {
@@ -9,10 +11,7 @@ void EncodeIntList(const std::vector<int64_t>& values, std::string* out) {
   char buffer[24];  // 20 digits of INT64_MIN, its sign, slack
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out->push_back(',');
-    const auto [end, ec] =
-        std::to_chars(buffer, buffer + sizeof(buffer), values[i]);
-    (void)ec;  // cannot fail: the buffer fits every int64
-    out->append(buffer, end);
+    out->append(buffer, WriteDecimal(buffer, values[i]));
   }
 }
 

@@ -134,12 +134,12 @@ LeaseChunks::Chunk& LeaseChunks::Change(int64_t id) {
   return it != chunks_.end() ? it->second : chunks_[id];
 }
 
-void LeaseChunks::SetPos(const std::string& id, std::optional<LeasePos> pos) {
-  undo_pos_.emplace_back(id, index_.Find(id));
+void LeaseChunks::SetPos(std::string_view id, std::optional<LeasePos> pos) {
+  undo_pos_.emplace_back(std::string(id), index_.Find(id));
   index_.Set(id, pos);
 }
 
-void LeaseChunks::Settle(const std::string& id) {
+void LeaseChunks::Settle(std::string_view id) {
   std::optional<LeasePos> p = index_.Find(id);
   if (!p) return;  // not stored, or settled already
   Chunk& c = Change(p->chunk);
@@ -151,15 +151,15 @@ void LeaseChunks::Settle(const std::string& id) {
 }
 
 Status LeaseChunks::Write(const std::vector<std::string>& deleted,
-                          const std::vector<LeaseRow>& put) {
+                          const LeasePuts& put) {
   Commit();  // nothing of an earlier write is pending any more
   if (deleted.empty() && put.empty()) return Status::Ok();
-  for (const LeaseRow& row : put) {
+  for (const LeasePuts::Row row : put) {
     // Lines are "ID\tJSON": neither may break them (braked's ids and its
     // lease encoding never do).
     if (row.id.find_first_of("\t\n") != std::string::npos ||
         row.json.find('\n') != std::string::npos) {
-      return Status::Unavailable("storage: put lease (" + row.id +
+      return Status::Unavailable("storage: put lease (" + std::string(row.id) +
                                  ") failed: a tab or newline in its row");
     }
   }
@@ -172,7 +172,7 @@ Status LeaseChunks::Write(const std::vector<std::string>& deleted,
   if (!put.empty()) {
     text_.clear();
     Change(fresh);  // exists before the loop: a line put twice settles here
-    for (const LeaseRow& row : put) {
+    for (const LeasePuts::Row row : put) {
       if (!row.fresh) Settle(row.id);  // its earlier line, if any
       Chunk& c = chunks_[fresh];
       SetPos(row.id, LeasePos{fresh, c.lines++});

@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,7 +43,7 @@ class LeaseChunks {
   // Inside the caller's write transaction: settles `deleted` (unknown ids
   // are no-ops), then stores `put` in a new chunk. Undone by Abandon.
   Status Write(const std::vector<std::string>& deleted,
-               const std::vector<LeaseRow>& put);
+               const LeasePuts& put);
   // The transaction committed: the write's changes stay.
   void Commit();
   // It rolled back: the index is put back as it was before the write.
@@ -62,8 +63,8 @@ class LeaseChunks {
   Status Rebuild(std::vector<LeaseRow>* out);
   // Chunk `id` for changing (made when new), its old state kept for undo.
   Chunk& Change(int64_t id);
-  void SetPos(const std::string& id, std::optional<LeasePos> pos);
-  void Settle(const std::string& id);
+  void SetPos(std::string_view id, std::optional<LeasePos> pos);
+  void Settle(std::string_view id);
 
   sqlite3* db_ = nullptr;
   Statement insert_;

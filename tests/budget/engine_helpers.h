@@ -169,11 +169,9 @@ inline bool SameTotals(const Totals& a, const Totals& b) {
          a.usd_nano == b.usd_nano;
 }
 
-inline std::string EncodeForTest(const Lease& l) { return EncodeLease(l); }
-
 inline Batch DrainAll(Engine& e) {
   Batch b;
-  (void)e.Drain(&b, EncodeForTest);
+  (void)e.Drain(&b, AppendEncodedLease);
   return b;
 }
 
@@ -197,7 +195,7 @@ inline void RestoreInto(Engine& fresh, const Batch& b, int64_t now_us) {
   for (const LimiterRow& row : rows.limiters) rows.scopes.push_back(row.scope);
   for (const SpendRow& row : rows.spend) rows.scopes.push_back(row.scope);
   fresh.RestoreSubjects(rows, now_us);
-  for (const LeaseRow& row : b.leases_put) {
+  for (const LeasePuts::Row row : b.leases_put) {
     auto lease = DecodeLease(row.id, row.json);
     REQUIRE(lease.ok());
     fresh.RestoreLease(std::move(*lease), now_us);

@@ -65,7 +65,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   Engine e("L-", kTtlUs);
   CHECK_FALSE(e.dirty());
   Batch empty;
-  CHECK_FALSE(e.Drain(&empty, EncodeForTest));
+  CHECK_FALSE(e.Drain(&empty, AppendEncodedLease));
   CHECK(empty.empty());
 
   Policy policy = MakePolicy({QuotaSpec("tok", Resource::kTokens, 1000)});
@@ -77,7 +77,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK(e.dirty());
 
   Batch b;
-  REQUIRE(e.Drain(&b, EncodeForTest));
+  REQUIRE(e.Drain(&b, AppendEncodedLease));
   CHECK_FALSE(e.dirty());
   REQUIRE(b.policies_put.size() == 1);
   CHECK(b.policies_put[0].scope == "user:*");
@@ -108,7 +108,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK(b.ledger_append.empty());
 
   Batch again;
-  CHECK_FALSE(e.Drain(&again, EncodeForTest));
+  CHECK_FALSE(e.Drain(&again, AppendEncodedLease));
   CHECK(again.empty());
 
   CommitRequest c;
@@ -122,7 +122,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK_FALSE(e.DeletePolicy("user:*"));
 
   Batch settled;
-  REQUIRE(e.Drain(&settled, EncodeForTest));
+  REQUIRE(e.Drain(&settled, AppendEncodedLease));
   CHECK(settled.policies_deleted == std::vector<std::string>{"user:*"});
   CHECK(settled.policies_put.empty());
   CHECK(settled.tasks_put.empty());
@@ -159,7 +159,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK_FALSE(row.expired);
 
   Batch last;
-  CHECK_FALSE(e.Drain(&last, EncodeForTest));
+  CHECK_FALSE(e.Drain(&last, AppendEncodedLease));
 }
 
 void CheckSameReport(Engine& a, Engine& b, const std::string& scope,
@@ -204,7 +204,7 @@ TEST_CASE("engine: Drain then restore gives the same decisions", "[engine]") {
   Grant(a, Req("bob", "solo", 10), kT0 + 50);  // left to expire
 
   Batch b;
-  REQUIRE(a.Drain(&b, EncodeForTest));
+  REQUIRE(a.Drain(&b, AppendEncodedLease));
   const int64_t now = kT0 + 100;
   Engine fresh("B", kTtlUs);
   RestoreInto(fresh, b, now);

@@ -133,14 +133,17 @@ TEST_CASE("lease book: a random run matches the model", "[lease_book]") {
       }
     } else {  // drain
       Batch batch;
-      book.Drain(&batch, [](const Lease& l) { return std::string(l.user()); });
-      for (const LeaseRow& row : batch.leases_put) {
-        INFO(row.id);
-        const Model::Entry& e = model.leases.at(row.id);
+      book.Drain(&batch, [](const Lease& l, std::string* text) {
+        text->append(l.user());
+      });
+      for (const LeasePuts::Row row : batch.leases_put) {
+        const std::string id(row.id);
+        INFO(id);
+        const Model::Entry& e = model.leases.at(id);
         REQUIRE(!e.settled);  // only open leases are put
         REQUIRE(row.json == std::to_string(e.tokens));
-        REQUIRE(row.fresh == (stored.count(row.id) == 0));
-        stored.insert(row.id);
+        REQUIRE(row.fresh == (stored.count(id) == 0));
+        stored.insert(id);
       }
       for (const std::string& id : batch.leases_deleted) {
         INFO(id);

@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kT0 = 1'000'000'000;
 constexpr int64_t kTtl = 60'000'000;
 
-std::string Encode(const Lease& l) { return std::string(l.user()); }
+void Encode(const Lease& l, std::string* text) { text->append(l.user()); }
 
 struct Drained {
   std::vector<std::string> put;
@@ -25,8 +25,8 @@ Drained DrainOf(LeaseBook& book) {
   Batch batch;
   book.Drain(&batch, Encode);
   Drained d;
-  for (const LeaseRow& row : batch.leases_put) {
-    d.put.push_back(row.id + "@" + row.json);
+  for (const LeasePuts::Row row : batch.leases_put) {
+    d.put.push_back(std::string(row.id) + "@" + std::string(row.json));
   }
   d.deleted = batch.leases_deleted;
   return d;

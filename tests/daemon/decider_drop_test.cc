@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kT0 = 1'700'000'000'000'000;
 constexpr int64_t kSec = 1'000'000;
 
-std::string NoLease(const Lease&) { return ""; }
+void NoLease(const Lease&, std::string*) {}
 
 // Brings back what `req` needs that was evicted, from `stored` (as the
 // daemon's storage thread would).

@@ -230,7 +230,7 @@ TEST_CASE("dispatcher: every bad request gets its code and names the field",
   h.Ok(Acq("alice", "owned", 100), kUser);
   h.Ok(Acq("alice", "t1", 100), kUser);
   Batch drained;
-  (void)h.engine().Drain(&drained, [](const Lease&) { return ""; });
+  (void)h.engine().Drain(&drained, [](const Lease&, std::string*) {});
   REQUIRE_FALSE(h.engine().dirty());
   const json list_before = h.Ok(json{{"op", "policy.list"}});
   const json status_before =

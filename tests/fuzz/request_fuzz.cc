@@ -264,7 +264,7 @@ class Harness {
     stats_.connections = 3;
     stats_.connections_total = 3;
     // The fixture's rows were checked once, at start: drop them unread.
-    engine_.Drain(&batch_, brake::EncodeLease);
+    engine_.Drain(&batch_, brake::AppendEncodedLease);
     dispatcher_.decider()->Drain(&batch_);
   }
 
@@ -455,9 +455,10 @@ class Harness {
     dispatcher_.decider()->TakeLog();
     if (!engine_.dirty() && !dispatcher_.decider()->dirty()) return;
     batch_ = brake::Batch();
-    engine_.Drain(&batch_, brake::EncodeLease);
+    engine_.Drain(&batch_, brake::AppendEncodedLease);
     dispatcher_.decider()->Drain(&batch_);
-    for (const brake::LeaseRow& row : batch_.leases_put) {
+    for (const brake::LeasePuts::Row put : batch_.leases_put) {
+      const brake::LeaseRow row{std::string(put.id), std::string(put.json)};
       auto lease = brake::DecodeLease(row.id, row.json);
       FUZZ_CHECK(lease.ok(), "lease row does not decode: " + row.json);
       FUZZ_CHECK(lease->id() == row.id, row.json);

@@ -70,7 +70,7 @@ TEST_CASE("Batch::Append keeps a later delete effective over earlier puts",
   a.limiters_put.push_back({"user:a", "rpm", "tb", {1}});
   a.limiters_put.push_back({"user:b", "rpm", "tb", {2}});
   a.spend_put.push_back({"user:a", 1, 2, 3});
-  a.leases_put.push_back({"L1", "{}"});
+  a.leases_put.Add("L1", "{}");
   a.breakers_put.push_back({"tool:x", {0}});
   Batch b;
   b.policies_deleted.push_back("gone");
@@ -91,6 +91,31 @@ TEST_CASE("Batch::Append keeps a later delete effective over earlier puts",
   CHECK(a.leases_put.empty());
   CHECK(a.leases_deleted == std::vector<std::string>{"L1"});
   CHECK(a.breakers_put.empty());
+}
+
+TEST_CASE("Batch::Append keeps each lease row's id and text across batches",
+          "[storage]") {
+  // One string holds a batch's lease rows: the later batch's rows move
+  // into it, and a row dropped by a later delete leaves its neighbours whole.
+  Batch a;
+  a.leases_put.Add("L1", "[1]", /*fresh=*/true);
+  a.leases_put.Add("L22", "[22,2]");
+  a.leases_put.Add("L333", "[333,3,3]", /*fresh=*/true);
+  Batch b;
+  b.leases_deleted.push_back("L22");
+  b.leases_put.Add("L4", "[4444]");
+  b.leases_put.Add("L22", "[22,again]", /*fresh=*/true);
+
+  a.Append(std::move(b));
+  std::vector<std::string> rows;
+  for (const LeasePuts::Row row : a.leases_put) {
+    rows.push_back(std::string(row.id) + "=" + std::string(row.json) +
+                   (row.fresh ? " fresh" : ""));
+  }
+  CHECK(rows == std::vector<std::string>{"L1=[1] fresh", "L333=[333,3,3] fresh",
+                                         "L4=[4444]", "L22=[22,again] fresh"});
+  CHECK(b.leases_put.empty());
+  CHECK(a.leases_deleted == std::vector<std::string>{"L22"});
 }
 
 }  // namespace

@@ -31,10 +31,10 @@ Rows Leases(Store& store) {
   return out;
 }
 
-Status Put(Store& store, std::vector<LeaseRow> put,
+Status Put(Store& store, const std::vector<LeaseRow>& put,
            std::vector<std::string> deleted = {}) {
   Batch b;
-  b.leases_put = std::move(put);
+  for (const LeaseRow& row : put) b.leases_put.Add(row.id, row.json);
   b.leases_deleted = std::move(deleted);
   return store.Apply(b);
 }
@@ -103,7 +103,7 @@ TEST_CASE("lease chunks: a batch that rolls back leaves the index as it was",
   auto store = Open(path);
   Batch failing;
   failing.leases_deleted = {"L1"};
-  failing.leases_put = {{"L3", "{3}"}};
+  failing.leases_put.Add("L3", "{3}");
   LedgerRow boom;
   boom.user = "boom";
   failing.ledger_append = {boom};

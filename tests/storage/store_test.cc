@@ -121,7 +121,7 @@ Batch FullBatch() {
                     {"user:alice", "tpm", "sliding_log", {}},
                     {"user:bob", "rpm", "fixed_window", {INT64_MIN}}};
   b.spend_put = {{"user:alice", 3, 3000, 1500000}, {"task:t1", 1, 10, 5}};
-  b.leases_put = {{"L1", R"({"id":"L1","tokens":10})"}};
+  b.leases_put.Add("L1", R"({"id":"L1","tokens":10})");
   b.breakers_put = {{"tool:search", {2, 0, 1700000000000}}};
   b.prices_put = {{"gpt-x", 2500000000, 10000000000}};
   b.ledger_append = {Ledger(1000, "alice", "t1", "gpt-x", 100, 50)};
@@ -199,7 +199,7 @@ TEST_CASE("Store puts are upserts that replace the whole row", "[storage]") {
   b.tasks_put = {{"t2", "bob", "", 42}};
   b.limiters_put = {{"user:alice", "rpm", "leaky_bucket", {7}}};
   b.spend_put = {{"user:alice", 4, 4000, 2000000}};
-  b.leases_put = {{"L1", "{}"}};
+  b.leases_put.Add("L1", "{}");
   b.breakers_put = {{"tool:search", {}}};
   b.prices_put = {{"gpt-x", 1, 2}};
   MustApply(*store, b);
@@ -223,7 +223,7 @@ TEST_CASE("Store runs a kind's deletes before its puts", "[storage]") {
   b.limiter_scopes_deleted = {"user:a"};
   b.limiters_put = {{"user:a", "rpm", "tb", {1}}};
   b.leases_deleted = {"L"};
-  b.leases_put = {{"L", "{}"}};
+  b.leases_put.Add("L", "{}");
   MustApply(*store, b);
   const Snapshot s = MustLoad(*store);
   CHECK(Strs(s, "limiters") == Rows{"user:a|rpm|tb|1;"});
