@@ -4,8 +4,8 @@
 # (subjects/case/prefetch/stored, and /random for --order random), the
 # minimum and the median ns per decision of the rounds, then every round.
 # Alternating the binaries is what lets a before/after through on a VM whose
-# speed drifts by tens of percent within minutes (docs/PERFORMANCE.md,
-# "Ninth pass").
+# speed drifts by tens of percent within minutes
+# (docs/performance/09-ninth-pass.md).
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: bench/ab.sh ROUNDS \"ARGS\" BENCH..." >&2

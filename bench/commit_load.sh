@@ -12,7 +12,7 @@
 # acquire), and prints acquires/s, commits/s, the acquire p50 and, per
 # braked thread (the loop, the storage thread), its user and system CPU per
 # acquire + commit over the run (/proc/PID/task/TID/stat).
-# docs/PERFORMANCE.md ("Twelfth pass") has figures.
+# docs/performance/12-twelfth-pass.md has figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
 shift $(($# < 4 ? $# : 4))

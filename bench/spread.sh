@@ -10,7 +10,7 @@
 # over K subjects; MODE grant: a bucket that never denies, so every acquire
 # grants (and dirties) a different subject. PERF=1 also records
 # `perf record -e cpu-clock -g` of braked for 4 s into /tmp/spr.perf.
-# docs/PERFORMANCE.md ("Seventh pass", "Eighth pass") has figures.
+# docs/performance/07-seventh-pass.md and 08-eighth-pass.md have figures.
 set -eu
 B=$1; K=$2; S=$3; MODE=$4
 . "$(dirname "$0")/fresh_braked.sh"

@@ -4,7 +4,7 @@
 // the end the daemon is killed once more, restarted, and what it restored
 // (status spend, the ledger through `usage`) is compared with the logs.
 // bench/crash_test.py is the full-length version (50 connections, 60 s);
-// its figures are in docs/PERFORMANCE.md ("Crash test").
+// its figures are in docs/performance/01-first-measurements.md ("Crash test").
 //
 // Bookkeeping. Each connection is one user (u<i>) and every connection it
 // opens (an "epoch") uses a task of its own (u<i>-e<epoch>), so the ledger
@@ -461,10 +461,10 @@ TEST_CASE(
 // sent at once however far the storage thread lags behind, with no
 // backpressure, so under load a SIGKILL loses commits acknowledged hundreds
 // of ms before it (155-735 ms seen at flush_interval_ms 10 on a loaded 2-vCPU
-// VM; see docs/PERFORMANCE.md, "Crash test"), not one flush interval as
-// `braked --help-config` and DESIGN.md promise. Was marked mayfail until the
-// daemon bounded the lag (replies are held while the disk lags more than a
-// flush interval behind).
+// VM; see docs/performance/01-first-measurements.md, "Crash test"), not one
+// flush interval as `braked --help-config` and DESIGN.md promise. Was marked
+// mayfail until the daemon bounded the lag (replies are held while the disk
+// lags more than a flush interval behind).
 TEST_CASE(
     "crash: batched durability loses only commits acknowledged within a "
     "flush interval (plus a group commit) of each kill -9",
