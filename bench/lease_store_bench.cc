@@ -1,5 +1,5 @@
 // brake-lease-store-bench: what storing open leases costs the storage
-// thread (docs/PERFORMANCE.md, "Storing open leases").
+// thread (docs/performance/03-third-pass.md, "Storing open leases").
 //
 // Applies, through Store::Apply on a fresh database in a temporary
 // directory, --batches batches of --per-batch lease puts (a braked-shaped
