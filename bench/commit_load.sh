@@ -11,7 +11,9 @@
 # brake-bench (e.g. --spread --tasks 100000: a different task each
 # acquire), and prints acquires/s, commits/s, the acquire p50 and, per
 # braked thread (the loop, the storage thread), its user and system CPU per
-# acquire + commit over the run (/proc/PID/task/TID/stat).
+# acquire + commit over the run (/proc/PID/task/TID/stat). With COMMIT=0 in
+# the environment it runs acquires alone, as bench/compare does (their
+# leases stay open), and the CPU is per acquire.
 # docs/performance/12-twelfth-pass.md has figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
@@ -26,10 +28,12 @@ threads() {
     echo "$(basename "$t") $(cut -d' ' -f14,15 "$t/stat")"
   done
 }
+SETTLE=(--commit --tokens 10)
+[ "${COMMIT:-1}" = 0 ] && SETTLE=()
 threads > "$D/before"
 "$B/bench/brake-bench" --socket "$D/s.sock" --connections "$C" \
   --depth "$DEPTH" --seconds "$S" --warmup-seconds 0.5 --user cmp \
-  --task-prefix cmp- --commit --tokens 10 --json "$@" > "$D/run.json"
+  --task-prefix cmp- "${SETTLE[@]}" --json "$@" > "$D/run.json"
 threads > "$D/after"
 kill -TERM "$P"
 wait "$P"
@@ -41,15 +45,17 @@ run = json.load(open(d + "/run.json"))
 # answered in it.
 acquires = run["answers"]
 tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+commits = run.get("commits") or {"per_sec": 0, "errors": 0}
 print("acquires/s %.0f  commits/s %.0f  acquire p50 %.1f us  errors %d"
-      % (run["decisions_per_sec"], run["commits"]["per_sec"],
-         run["latency_us"]["p50"], run["errors"] + run["commits"]["errors"]))
+      % (run["decisions_per_sec"], commits["per_sec"],
+         run["latency_us"]["p50"], run["errors"] + commits["errors"]))
+unit = "acquire + commit" if run.get("commits") else "acquire"
 before = {l.split()[0]: l.split() for l in open(d + "/before")}
 for n, line in enumerate(open(d + "/after")):
     tid, user, system = line.split()
     if tid in before:
         u = (int(user) - int(before[tid][1])) * tick_us / acquires
         s = (int(system) - int(before[tid][2])) * tick_us / acquires
-        print("  thread %s%s: user %.2f us, system %.2f us per acquire + "
-              "commit" % (tid, " (loop)" if n == 0 else "", u, s))
+        print("  thread %s%s: user %.2f us, system %.2f us per %s"
+              % (tid, " (loop)" if n == 0 else "", u, s, unit))
 PY
