@@ -275,11 +275,13 @@ bool LeaseBook::Drain(Batch* batch, const LeaseEncoder& encode) {
       any = true;
     }
   };
+  // Room for as many rows as the last drain put, and an eighth more: most
+  // leases listed under a load that settles them are settled by now and
+  // put nothing.
   LeasePuts& puts = batch->leases_put;
   const size_t rows_before = puts.size();
   const size_t text_before = puts.text_size();
-  const size_t listed = dirty_own_.size() + dirty_other_.size();
-  puts.reserve(listed, listed * (row_bytes_ + row_bytes_ / 8));
+  puts.reserve(last_rows_ + last_rows_ / 8, last_bytes_ + last_bytes_ / 8);
   std::string id;
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
@@ -294,9 +296,8 @@ bool LeaseBook::Drain(Batch* batch, const LeaseEncoder& encode) {
     batch->leases_deleted.push_back(std::move(gone));
     any = true;
   }
-  if (const size_t rows = puts.size() - rows_before; rows > 0) {
-    row_bytes_ = (puts.text_size() - text_before) / rows;
-  }
+  last_rows_ = puts.size() - rows_before;
+  last_bytes_ = puts.text_size() - text_before;
   dirty_own_.clear();
   dirty_other_.clear();
   gone_.clear();

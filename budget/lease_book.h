@@ -135,9 +135,10 @@ class LeaseBook {
   std::vector<uint64_t> dirty_own_;
   std::vector<std::string> dirty_other_;
   std::vector<std::string> gone_;  // forgotten before Drain deleted their rows
-  // The last Drain's bytes per row put (id and text), for the next one's
-  // reserve.
-  size_t row_bytes_ = 192;
+  // The rows the last Drain put and their bytes (ids and text), for the
+  // next one's reserve.
+  size_t last_rows_ = 0;
+  size_t last_bytes_ = 0;
   // Settled lease objects kept for reuse (kMinPooled says how many).
   std::vector<std::unique_ptr<Lease>> pool_;
   size_t peak_open_ = 0;       // in this span

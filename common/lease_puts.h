@@ -43,12 +43,7 @@ class LeasePuts {
 
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
-  Row operator[](size_t i) const {
-    const Entry& e = entries_[i];
-    const std::string_view t = text_;
-    return Row{t.substr(e.begin, e.json - e.begin),
-               t.substr(e.json, e.end - e.json), e.fresh};
-  }
+  Row operator[](size_t i) const { return RowOf(entries_[i]); }
   // Room for `rows` more rows of `text_bytes` in all, so that a drain's
   // rows do not copy the text each time it doubles.
   void reserve(size_t rows, size_t text_bytes) {
@@ -78,10 +73,7 @@ class LeasePuts {
   // puts are freed).
   template <typename Drop>
   void EraseIf(Drop drop) {
-    std::erase_if(entries_, [&](const Entry& e) {
-      return drop(Row{std::string_view(text_).substr(e.begin, e.json - e.begin),
-                      {}, e.fresh});
-    });
+    std::erase_if(entries_, [&](const Entry& e) { return drop(RowOf(e)); });
   }
 
   // Appends `other`'s rows after these; `other` is left empty.
@@ -108,6 +100,12 @@ class LeasePuts {
     size_t end = 0;
     bool fresh = false;
   };
+  Row RowOf(const Entry& e) const {
+    const std::string_view t = text_;
+    return Row{t.substr(e.begin, e.json - e.begin),
+               t.substr(e.json, e.end - e.json), e.fresh};
+  }
+
   std::string text_;
   std::vector<Entry> entries_;
 };
