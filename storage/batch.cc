@@ -65,6 +65,8 @@ void Batch::Append(Batch&& other) {
              [](const SpendRow& r) -> const std::string& { return r.scope; });
   DropPutsOf(other.breakers_deleted, &breakers_put,
              [](const BreakerRow& r) -> const std::string& { return r.scope; });
+  // Lease rows live in one string (LeasePuts), not a vector of rows, and a
+  // lease id names no kind: a later delete drops exactly its ids.
   if (!other.leases_deleted.empty() && !leases_put.empty()) {
     const std::unordered_set<std::string_view> ids(
         other.leases_deleted.begin(), other.leases_deleted.end());
