@@ -173,6 +173,10 @@ void Server::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   // The share this read was offered (Consume may change the next one).
   const size_t share = self->ReadShare();
   self->Consume(c, buf->base, static_cast<size_t>(nread));
+  // The read's replies go out now, not at the turn's end (FlushWrites): a
+  // lone request's answer leaves before libuv's and the turn's other work.
+  // Still one write per read: Consume gathered a burst's replies.
+  if (!c->closing) self->WriteOut(c);
   if (static_cast<size_t>(nread) == share && !c->closing &&
       !c->close_after_write && !c->paused) {
     uv_read_stop(stream);

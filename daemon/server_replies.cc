@@ -1,7 +1,8 @@
 // The server's reply side: replies wait for the batch their answer depends on
 // (the gate), are failed as `unavailable` when it fails, gathered per
-// connection and written once per loop turn, and a client that does not read
-// them is dropped at max_output_bytes. Split from server.cc; same class.
+// connection and written after each read or loop turn, and a client that
+// does not read them is dropped at max_output_bytes. Split from server.cc;
+// same class.
 #include <string>
 #include <string_view>
 
@@ -95,8 +96,9 @@ void Server::Fail(uint64_t seq, const std::string& message) {
   }
 }
 
-// Replies are gathered per connection and written once per loop turn
-// (FlushWrites), so a pipelined burst costs one write(2), not one per reply.
+// Replies are gathered per connection and written after each read
+// (OnRead) and once per loop turn for the rest (FlushWrites), so a
+// pipelined burst costs one write(2), not one per reply.
 void Server::Write(Connection* c, std::string_view data) {
   if (c->closing) return;
   if (const size_t queued = QueuedBytes(c) + data.size();
