@@ -1,0 +1,106 @@
+// SmallVector: a vector whose first N elements live in the object itself.
+//
+// An open lease names a handful of scopes and charges. As two std::vectors
+// they were two heap blocks per lease besides the lease's own, made on the
+// request's path whenever no settled lease could be reused (a load that
+// leaves its leases open: every grant) and freed when it expired. Up to N
+// elements now cost no allocation; past N they move to a std::vector and
+// stay there until clear().
+//
+// The N slots are always constructed: slots past size() keep whatever they
+// last held (for a string, its capacity) until they are used again.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace brake {
+
+template <class T, size_t N>
+class SmallVector {
+ public:
+  SmallVector() = default;
+  SmallVector(const SmallVector&) = default;
+  SmallVector& operator=(const SmallVector&) = default;
+  // The source is left empty (a defaulted move would leave it claiming
+  // elements its moved-out vector no longer has).
+  SmallVector(SmallVector&& o) noexcept
+      : slots_(std::move(o.slots_)),
+        size_(o.size_),
+        spilled_(o.spilled_),
+        heap_(std::move(o.heap_)) {
+    o.clear();
+  }
+  SmallVector& operator=(SmallVector&& o) noexcept {
+    if (this != &o) {
+      slots_ = std::move(o.slots_);
+      size_ = o.size_;
+      spilled_ = o.spilled_;
+      heap_ = std::move(o.heap_);
+      o.clear();
+    }
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return spilled_ ? heap_.data() : slots_.data(); }
+  const T* data() const { return spilled_ ? heap_.data() : slots_.data(); }
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T& back() { return data()[size_ - 1]; }
+
+  // As std::vector::resize: new elements are value-initialized.
+  void resize(size_t n) {
+    if (spilled_) {
+      heap_.resize(n);
+    } else if (n <= N) {
+      for (size_t i = size_; i < n; ++i) slots_[i] = T();
+    } else {
+      Spill(n);
+      heap_.resize(n);
+    }
+    size_ = n;
+  }
+  void push_back(T value) {
+    if (!spilled_ && size_ < N) {
+      slots_[size_++] = std::move(value);
+      return;
+    }
+    if (!spilled_) Spill(size_ + 1);
+    heap_.push_back(std::move(value));
+    ++size_;
+  }
+  // Removes [first, last), keeping the order of the rest.
+  T* erase(T* first, T* last) {
+    T* tail_end = std::move(last, end(), first);
+    resize(static_cast<size_t>(tail_end - begin()));
+    return first;
+  }
+  // Back to the slots; a spilled vector keeps its capacity.
+  void clear() {
+    heap_.clear();
+    spilled_ = false;
+    size_ = 0;
+  }
+
+ private:
+  void Spill(size_t capacity) {
+    heap_.reserve(capacity);
+    for (size_t i = 0; i < size_; ++i) heap_.push_back(std::move(slots_[i]));
+    spilled_ = true;
+  }
+
+  std::array<T, N> slots_{};
+  size_t size_ = 0;
+  bool spilled_ = false;
+  std::vector<T> heap_;
+};
+
+}  // namespace brake
