@@ -231,6 +231,7 @@ void Daemon::OnLoopTurn() {
   if (config_.durability == Durability::kStrict) Seal();
   server_->FlushWrites();
   server_->ResumeReading();
+  dispatcher_->FlushCounts();  // after the writes
 }
 
 bool Daemon::Dirty() const {

@@ -33,7 +33,8 @@ Dispatcher::Dispatcher(Engine* engine, const Config* config, ServerStats* stats)
       stats_(stats),
       top_(static_cast<size_t>(config->top_max_subjects)) {}
 
-void Dispatcher::CountAcquire(const AcquireAnswer& a) {
+void Dispatcher::CountAnswer(const AcquireAnswer& a) {
+  FlushCounts();  // the tracker counts in answer order
   if (a.granted) {
     ++counters_.acquires_granted;
   } else {
@@ -42,7 +43,30 @@ void Dispatcher::CountAcquire(const AcquireAnswer& a) {
   if (a.waited_us >= 0) {
     counters_.waits.Observe(a.granted, a.reason, a.waited_us);
   }
+}
+
+void Dispatcher::CountAcquire(const AcquireAnswer& a) {
+  CountAnswer(a);
   if (a.request != nullptr) top_.Record(*a.request, a.granted, a.usd_nano);
+}
+
+void Dispatcher::CountAcquireLater(const AcquireAnswer& a) {
+  CountAnswer(a);
+  if (a.request == nullptr) return;
+  // Short names, copied into strings that keep their capacity.
+  top_request_.user.assign(a.request->user);
+  top_request_.task.assign(a.request->task);
+  top_request_.resource.assign(a.request->resource);
+  top_request_.tokens = a.request->tokens;
+  top_granted_ = a.granted;
+  top_usd_nano_ = a.usd_nano;
+  top_pending_ = true;
+}
+
+void Dispatcher::FlushCounts() {
+  if (!top_pending_) return;
+  top_pending_ = false;
+  top_.Record(top_request_, top_granted_, top_usd_nano_);
 }
 
 std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
@@ -55,6 +79,7 @@ void Dispatcher::Handle(const Peer& peer, std::string_view line,
                         int64_t now_us, std::string* out) {
   ++counters_.requests;
   if (fast_path_ && FastOps::Handle(*this, peer, line, now_us, out)) return;
+  FlushCounts();  // `top` and `metrics` read the tracker
   if (NestedDeeperThan(line, kMaxDepth)) {
     ++counters_.errors;
     stats_->limit_hits.Add(LimitHit::kMaxDepth);

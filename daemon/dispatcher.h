@@ -66,6 +66,12 @@ class Dispatcher {
   // Counts an acquire's answer for metrics and `top` (waiters answer
   // outside Handle).
   void CountAcquire(const AcquireAnswer& answer);
+  // As CountAcquire, but the `top` tracker's share (a hash lookup per
+  // subject) waits for FlushCounts, the next count or the next line the
+  // fast path does not answer (every op that reads the tracker), so that it
+  // comes after the reply is written.
+  void CountAcquireLater(const AcquireAnswer& answer);
+  void FlushCounts();
   const Counters& counters() const { return counters_; }
   const TopTracker& top() const { return top_; }
   const ServerStats& stats() const { return *stats_; }
@@ -116,6 +122,8 @@ class Dispatcher {
   // due now.
   Status Run(const Op& op, const Peer& peer, const nlohmann::json& request,
              int64_t now_us, nlohmann::json* reply, bool* parked);
+  // CountAcquire's counters, not the tracker.
+  void CountAnswer(const AcquireAnswer& answer);
 
   Engine* engine_;
   Decider decider_;
@@ -127,6 +135,11 @@ class Dispatcher {
   bool storage_ok_ = true;
   Counters counters_;  // for metrics
   TopTracker top_;
+  // The answer CountAcquireLater left for the tracker, if `top_pending_`.
+  bool top_pending_ = false;
+  bool top_granted_ = false;
+  int64_t top_usd_nano_ = 0;
+  AcquireRequest top_request_;  // its user, task, resource and tokens
   bool fast_path_ = true;
   uint64_t fast_answers_ = 0;
   // Reused by the fast path so that steady-state requests reuse their

@@ -156,8 +156,8 @@ bool FastOps::Acquire(Dispatcher& d, const Peer& peer, int64_t now_us,
     out->append(ErrorLineWithId(IdJson(id), s.code(), s.message()));
     return true;
   }
-  d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,
-                               outcome->usd_nano});
+  d.CountAcquireLater(AcquireAnswer{&a, outcome->granted,
+                                    outcome->denial.reason, outcome->usd_nano});
   if (!AppendAcquireLine(id, *outcome, out)) {
     nlohmann::json reply = nlohmann::json::object();
     FillAcquireReply(*outcome, 0, &reply);
