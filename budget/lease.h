@@ -89,14 +89,14 @@ struct Lease {
   // makes one). Each points at the engine's key of a subject in memory,
   // which stays while a lease holds it (the engine finds the subject from
   // its key's address), or into `names`.
-  // In the lease itself up to five (global, user, task, a parent,
-  // resource), so that a new lease is one allocation.
-  SmallVector<const std::string*, 5> scopes;
+  // In the lease itself up to four (global, user, task, resource), so that
+  // the usual new lease is one allocation.
+  SmallVector<const std::string*, 4> scopes;
   uint32_t reserved = 0;
   // A decoded (or hand-made) lease's own scope strings, until the engine
   // restores it and points its reserved scopes at its subjects.
   std::vector<std::string> names;
-  SmallVector<LeaseCharge, 2> charges;  // in the lease itself up to two
+  SmallVector<LeaseCharge, 1> charges;  // the first in the lease itself
 
   // The scope a charge names.
   const std::string& ScopeOf(const LeaseCharge& c) const {
