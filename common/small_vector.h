@@ -8,7 +8,8 @@
 // stay there until clear().
 //
 // The N slots are always constructed: slots past size() keep whatever they
-// last held (for a string, its capacity) until they are used again.
+// last held (for a string, its capacity) until they are used again. The
+// elements are in the vector exactly when it is not empty.
 #pragma once
 
 #include <array>
@@ -27,17 +28,13 @@ class SmallVector {
   // The source is left empty (a defaulted move would leave it claiming
   // elements its moved-out vector no longer has).
   SmallVector(SmallVector&& o) noexcept
-      : slots_(std::move(o.slots_)),
-        size_(o.size_),
-        spilled_(o.spilled_),
-        heap_(std::move(o.heap_)) {
+      : slots_(std::move(o.slots_)), size_(o.size_), heap_(std::move(o.heap_)) {
     o.clear();
   }
   SmallVector& operator=(SmallVector&& o) noexcept {
     if (this != &o) {
       slots_ = std::move(o.slots_);
       size_ = o.size_;
-      spilled_ = o.spilled_;
       heap_ = std::move(o.heap_);
       o.clear();
     }
@@ -46,20 +43,19 @@ class SmallVector {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T* data() { return spilled_ ? heap_.data() : slots_.data(); }
-  const T* data() const { return spilled_ ? heap_.data() : slots_.data(); }
+  T* data() { return spilled() ? heap_.data() : slots_.data(); }
+  const T* data() const { return spilled() ? heap_.data() : slots_.data(); }
   T* begin() { return data(); }
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
   const T* end() const { return data() + size_; }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
-  T& back() { return data()[size_ - 1]; }
 
   // As std::vector::resize: new elements are value-initialized.
   void resize(size_t n) {
-    if (spilled_) {
-      heap_.resize(n);
+    if (spilled()) {
+      heap_.resize(n);  // to none: back to the slots
     } else if (n <= N) {
       for (size_t i = size_; i < n; ++i) slots_[i] = T();
     } else {
@@ -69,11 +65,11 @@ class SmallVector {
     size_ = n;
   }
   void push_back(T value) {
-    if (!spilled_ && size_ < N) {
+    if (!spilled() && size_ < N) {
       slots_[size_++] = std::move(value);
       return;
     }
-    if (!spilled_) Spill(size_ + 1);
+    if (!spilled()) Spill(size_ + 1);
     heap_.push_back(std::move(value));
     ++size_;
   }
@@ -83,24 +79,23 @@ class SmallVector {
     resize(static_cast<size_t>(tail_end - begin()));
     return first;
   }
-  // Back to the slots; a spilled vector keeps its capacity.
+  // Back to the slots; the vector keeps its capacity.
   void clear() {
     heap_.clear();
-    spilled_ = false;
     size_ = 0;
   }
 
  private:
+  bool spilled() const { return !heap_.empty(); }
+  // Moves the elements to the vector; the caller then grows it past N.
   void Spill(size_t capacity) {
     heap_.reserve(capacity);
     for (size_t i = 0; i < size_; ++i) heap_.push_back(std::move(slots_[i]));
-    spilled_ = true;
   }
 
   std::array<T, N> slots_{};
   size_t size_ = 0;
-  bool spilled_ = false;
-  std::vector<T> heap_;
+  std::vector<T> heap_;  // the elements, once there are more than N
 };
 
 }  // namespace brake
