@@ -6,15 +6,23 @@
 // lease row of about 330 bytes, ids counting up as braked's do), then as
 // many batches settling them in the same order, and prints the thread CPU
 // time per lease of each phase (SQLite and the fsync waits' CPU included;
-// synchronous=FULL as in braked).
+// synchronous=FULL as in braked). With --settle-order random, the settling
+// batches take the leases in an order drawn at random (seeded), as when
+// leases are held for varying times: each batch then settles lines of many
+// chunks rather than whole chunks.
 //
 //   build/bench/brake-lease-store-bench [--batches N] [--per-batch N]
+//       [--settle-order seq|random]
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "storage/store.h"
 #include "storage/test_support.h"
@@ -42,13 +50,20 @@ std::string Id(long n) { return "0123456789ab-" + std::to_string(n); }
 int main(int argc, char** argv) {
   long batches = 300;
   long per_batch = 1000;
+  bool random_settle = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--batches") == 0) {
       batches = std::atol(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--per-batch") == 0) {
       per_batch = std::atol(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--settle-order") == 0 &&
+               (std::strcmp(argv[i + 1], "seq") == 0 ||
+                std::strcmp(argv[i + 1], "random") == 0)) {
+      random_settle = std::strcmp(argv[i + 1], "random") == 0;
     } else {
-      std::fprintf(stderr, "usage: %s [--batches N] [--per-batch N]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--batches N] [--per-batch N] "
+                   "[--settle-order seq|random]\n",
                    argv[0]);
       return 2;
     }
@@ -76,10 +91,14 @@ int main(int argc, char** argv) {
     }
   }
   const double t1 = ThreadCpuSeconds();
+  std::vector<long> order(static_cast<size_t>(total));
+  std::iota(order.begin(), order.end(), 1);
+  if (random_settle) std::shuffle(order.begin(), order.end(), std::mt19937(7));
   for (long b = 0; b < batches; ++b) {
     brake::Batch batch;
     for (long i = 0; i < per_batch; ++i) {
-      batch.leases_deleted.push_back(Id(b * per_batch + i + 1));
+      batch.leases_deleted.push_back(
+          Id(order[static_cast<size_t>(b * per_batch + i)]));
     }
     if (brake::Status s = (*store)->Apply(batch); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
@@ -89,8 +108,9 @@ int main(int argc, char** argv) {
   const double t2 = ThreadCpuSeconds();
   std::printf(
       "brake-lease-store-bench: %ld batches of %ld leases: put %.2f us, "
-      "settle %.2f us per lease (thread CPU)\n",
+      "settle (%s order) %.2f us per lease (thread CPU)\n",
       batches, per_batch, (t1 - t0) * 1e6 / static_cast<double>(total),
+      random_settle ? "random" : "seq",
       (t2 - t1) * 1e6 / static_cast<double>(total));
   return 0;
 }

@@ -58,11 +58,13 @@ Status LeaseChunks::Prepare(sqlite3* db) {
   db_ = db;
   const std::pair<Statement*, const char*> table[] = {
       {&insert_,
-       "INSERT INTO lease_chunks(id, leases, settled) VALUES(?1, ?2, ?3) "
-       "ON CONFLICT(id) DO UPDATE SET leases = excluded.leases, "
-       "settled = excluded.settled"},
-      {&update_, "UPDATE lease_chunks SET settled = ?2 WHERE id = ?1"},
+       "INSERT INTO lease_chunks(id, leases) VALUES(?1, ?2) "
+       "ON CONFLICT(id) DO UPDATE SET leases = excluded.leases"},
+      {&settle_,
+       "INSERT INTO lease_settled(chunk, settled) VALUES(?1, ?2) "
+       "ON CONFLICT(chunk) DO UPDATE SET settled = excluded.settled"},
       {&delete_, "DELETE FROM lease_chunks WHERE id = ?1"},
+      {&delete_settled_, "DELETE FROM lease_settled WHERE chunk = ?1"},
   };
   for (const auto& [stmt, sql] : table) {
     Result<Statement> prepared = Statement::Prepare(db, sql);
@@ -87,8 +89,17 @@ Status LeaseChunks::Rebuild(std::vector<LeaseRow>* out) {
   undo_chunks_.clear();
   next_id_ = 1;
   loaded_ = false;
+  // A bitmap without its chunk (none is written) is ignored, and new
+  // chunks are numbered past it so that none inherits it.
+  Result<int64_t> last_settled = QueryInt(
+      db_, "SELECT coalesce(max(chunk), 0) FROM lease_settled",
+      "load leases");
+  if (!last_settled.ok()) return last_settled.status();
+  next_id_ = *last_settled + 1;
   Result<Statement> select = Statement::Prepare(
-      db_, "SELECT id, leases, settled FROM lease_chunks ORDER BY id");
+      db_,
+      "SELECT c.id, c.leases, coalesce(s.settled, '') FROM lease_chunks c "
+      "LEFT JOIN lease_settled s ON s.chunk = c.id ORDER BY c.id");
   if (!select.ok()) return select.status();
   Status s = select->ForEachRow("load leases", [&](const Statement& row) {
     const int64_t id = row.ColumnInt(0);
@@ -181,26 +192,31 @@ Status LeaseChunks::Write(const std::vector<std::string>& deleted,
       text_.append(row.json).push_back('\n');
     }
     text_.pop_back();  // lines are separated, not terminated
-    const Chunk& c = chunks_[fresh];
-    EncodeBits(c.settled, c.lines, &bits_);
     insert_.BindInt(1, fresh);
     insert_.BindText(2, text_);
-    insert_.BindText(3, bits_);
     if (Status s = insert_.Run("put lease chunk"); !s.ok()) return s;
     next_id_ = fresh + 1;
   }
+  // Every chunk whose lines this write settled, the new one included (a
+  // lease put twice in it settles its first line).
   for (const auto& [id, before] : undo_chunks_) {
-    if (id == fresh && !put.empty()) continue;  // written whole just now
     Chunk& c = chunks_[id];
+    const bool settled_any = before ? before->settled != c.settled
+                                    : !c.settled.empty();
+    if (!settled_any) continue;
     Status s;
     if (c.open == 0) {
       delete_.BindInt(1, id);
       s = delete_.Run("delete lease chunk");
+      if (s.ok()) {
+        delete_settled_.BindInt(1, id);
+        s = delete_settled_.Run("delete settled bitmap");
+      }
     } else {
       EncodeBits(c.settled, c.lines, &bits_);
-      update_.BindInt(1, id);
-      update_.BindText(2, bits_);
-      s = update_.Run("settle leases in chunk");
+      settle_.BindInt(1, id);
+      settle_.BindText(2, bits_);
+      s = settle_.Run("settle leases in chunk");
     }
     if (!s.ok()) return s;
   }

@@ -3,11 +3,14 @@
 // A lease row per lease cost two B-tree operations per granted call (an
 // insert, and a delete once settled), the bulk of the storage thread's work
 // under load. Instead, the leases put by one batch go into one row of
-// `lease_chunks` ("ID\tJSON" lines) with a bitmap of the lines since
-// settled; settling a lease sets its bit, and a chunk whose every line is
-// settled is deleted. A batch thus writes one new row plus one small update
-// per chunk it settles leases in, however many leases it carries. A lease
-// put again (its row changed) settles its old line and takes a new one.
+// `lease_chunks` ("ID\tJSON" lines); the lines of a chunk since settled are
+// a bitmap in its row of `lease_settled`, a table of its own because SQLite
+// rewrites a whole record to change any column of it (the bitmap beside the
+// lines rewrote them all at every settlement). Settling a lease sets its
+// bit, and a chunk whose every line is settled is deleted, with its bitmap.
+// A batch thus writes one new row plus one small row per chunk it settles
+// leases in, however many leases it carries. A lease put again (its row
+// changed) settles its old line and takes a new one.
 //
 // Where each open lease lives (chunk, line) is kept in memory (LeaseIndex),
 // read from the table on first use. A write changes it at once and keeps
@@ -67,9 +70,10 @@ class LeaseChunks {
   void Settle(std::string_view id);
 
   sqlite3* db_ = nullptr;
-  Statement insert_;
-  Statement update_;
-  Statement delete_;
+  Statement insert_;          // a new chunk's lines
+  Statement settle_;          // a chunk's bitmap
+  Statement delete_;          // a chunk whose every line is settled
+  Statement delete_settled_;  // and its bitmap
   bool loaded_ = false;
   LeaseIndex index_;
   std::map<int64_t, Chunk> chunks_;

@@ -88,6 +88,11 @@ std::string FormatOneLine(const std::string& line) {
 constexpr const char* kLedgerOfSchema4 =
     "DROP TABLE ledger; ALTER TABLE ledger_schema4 RENAME TO ledger;";
 
+// Undoes schema 6's: a chunk's settled bitmap is a column of its row again.
+constexpr const char* kLeasesOfSchema5 =
+    "DROP TABLE lease_settled; ALTER TABLE lease_chunks ADD COLUMN settled "
+    "TEXT NOT NULL DEFAULT '';";
+
 TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
           "[integration]") {
   RunningDaemon d;
@@ -106,6 +111,7 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
     REQUIRE(line.rfind(lease + "\t[2,", 0) == 0);
     db.SetLeases(FormatOneLine(line));
     db.Exec(kLedgerOfSchema4);
+    db.Exec(kLeasesOfSchema5);
     // Two settlements of schema 1 (no lease) in the same millisecond, and
     // one of schema 2 or later: the new ledger's key would merge the first
     // two; they stay apart where they are.
@@ -144,7 +150,10 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
   CHECK(usage["rows"][1]["tokens"] == 250);
   REQUIRE(d.daemon.Stop() == 0);
   Db db(d.daemon.db_path());
-  CHECK(db.Text("PRAGMA user_version") == "5");
+  CHECK(db.Text("PRAGMA user_version") == "6");
+  // Settled: its chunk and any bitmap of it are gone.
+  CHECK(db.Text("SELECT count(*) FROM lease_chunks") == "0");
+  CHECK(db.Text("SELECT count(*) FROM lease_settled") == "0");
   CHECK(db.Text("SELECT count(*) FROM ledger_schema4") == "3");
   CHECK(db.Text("SELECT lease FROM ledger") == lease);
 }

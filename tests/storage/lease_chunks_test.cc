@@ -12,6 +12,7 @@ namespace {
 
 using storage::ExecRawSql;
 using storage::QueryRawInt;
+using storage::QueryRawText;
 using storage::TempDir;
 using Rows = std::vector<std::string>;
 
@@ -129,7 +130,7 @@ TEST_CASE("lease chunks: bad rows and ids are refused", "[storage]") {
   CHECK(Chunks(path) == 0);
 
   REQUIRE(ExecRawSql(path,
-                     "INSERT INTO lease_chunks VALUES(9, 'no tab here', '')")
+                     "INSERT INTO lease_chunks VALUES(9, 'no tab here')")
               .ok());
   auto fresh = Open(path);
   auto snapshot = fresh->Load();
@@ -137,19 +138,59 @@ TEST_CASE("lease chunks: bad rows and ids are refused", "[storage]") {
   CHECK_THAT(snapshot.status().message(),
              Catch::Contains("malformed lease_chunks row 9"));
   REQUIRE(ExecRawSql(path,
-                     "UPDATE lease_chunks SET leases = 'a\t{}', "
-                     "settled = 'xyz' WHERE id = 9")
+                     "UPDATE lease_chunks SET leases = 'a\t{}' WHERE id = 9; "
+                     "INSERT INTO lease_settled VALUES(9, 'xyz')")
               .ok());
   CHECK_FALSE(Open(path)->Load().ok());
   // A settled bit hides its line; new chunks get ids past the stored ones.
   REQUIRE(ExecRawSql(path,
-                     "UPDATE lease_chunks SET leases = 'a\t{}\nb\t{}', "
-                     "settled = '1' WHERE id = 9")
+                     "UPDATE lease_chunks SET leases = 'a\t{}\nb\t{}' "
+                     "WHERE id = 9; "
+                     "UPDATE lease_settled SET settled = '1' WHERE chunk = 9")
               .ok());
   auto ok = Open(path);
   CHECK(Leases(*ok) == Rows{"b={}"});
   REQUIRE(Put(*ok, {{"c", "{}"}}).ok());
   CHECK(*QueryRawInt(path, "SELECT max(id) FROM lease_chunks") == 10);
+}
+
+TEST_CASE("lease chunks: settling writes the bitmap and leaves the lines",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = Open(path);
+  REQUIRE(Put(*store, {{"L1", "{1}"}, {"L2", "{2}"}, {"L3", "{3}"}}).ok());
+  const std::string lines = "L1\t{1}\nL2\t{2}\nL3\t{3}";
+  CHECK(*QueryRawText(path, "SELECT leases FROM lease_chunks") == lines);
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_settled") == 0);
+  REQUIRE(Put(*store, {}, {"L2"}).ok());
+  CHECK(*QueryRawText(path, "SELECT leases FROM lease_chunks") == lines);
+  // Line 1's bit: hex digit 0 has value 1 << 1.
+  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled "
+                            "WHERE chunk = 1") == "2");
+  REQUIRE(Put(*store, {}, {"L3"}).ok());
+  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled "
+                            "WHERE chunk = 1") == "6");
+  // An unknown id settles nothing and writes nothing.
+  REQUIRE(Put(*store, {}, {"L9"}).ok());
+  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled "
+                            "WHERE chunk = 1") == "6");
+  // The last line: the chunk and its bitmap go together.
+  REQUIRE(Put(*store, {}, {"L1"}).ok());
+  CHECK(Chunks(path) == 0);
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_settled") == 0);
+}
+
+TEST_CASE("lease chunks: a bitmap without its chunk is never inherited",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  REQUIRE(Store::Open(path).ok());
+  REQUIRE(ExecRawSql(path, "INSERT INTO lease_settled VALUES(4, '1')").ok());
+  auto store = Open(path);
+  REQUIRE(Put(*store, {{"L1", "{1}"}}).ok());
+  CHECK(*QueryRawInt(path, "SELECT min(id) FROM lease_chunks") == 5);
+  CHECK(Leases(*store) == Rows{"L1={1}"});
 }
 
 }  // namespace

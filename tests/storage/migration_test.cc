@@ -21,8 +21,8 @@ TEST_CASE("A new database is migrated to the newest schema", "[storage]") {
   CHECK(*QueryRawInt(path,
                      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                      "AND name IN ('policies', 'tasks', 'limiters', 'spend', "
-                     "'lease_chunks', 'breakers', 'prices', 'ledger', "
-                     "'ledger_schema4')") == 9);
+                     "'lease_chunks', 'lease_settled', 'breakers', "
+                     "'prices', 'ledger', 'ledger_schema4')") == 10);
   // The ledger is one B-tree keyed by user, time and lease (schema 5): no
   // index of its own besides the key; the one before it stays beside it.
   CHECK(*QueryRawInt(path,
@@ -66,6 +66,36 @@ TEST_CASE("Lease rows of schema 2 become one chunk and load unchanged",
   b.leases_deleted = {"a-1", "b-7"};
   REQUIRE((*store)->Apply(b).ok());
   CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_chunks") == 0);
+}
+
+TEST_CASE("Settled bitmaps of schema 5 move to lease_settled", "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("v5.db");
+  auto all = Migrations();
+  REQUIRE(all.size() >= 6);
+  REQUIRE(MigrateRawForTest(path, {all.begin(), all.begin() + 5}).ok());
+  // Chunk 3: lines 0 and 2 settled (hex digit 5); chunk 4: none.
+  REQUIRE(ExecRawSql(path,
+                     "INSERT INTO lease_chunks(id, leases, settled) VALUES "
+                     "(3, 'a\t{}\nb\t{}\nc\t{}', '5'), (4, 'd\t{}', '')")
+              .ok());
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  CHECK(*QueryRawInt(path, "PRAGMA user_version") == Store::SchemaVersion());
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM pragma_table_info("
+                           "'lease_chunks') WHERE name = 'settled'") == 0);
+  CHECK(*QueryRawText(path, "SELECT group_concat(chunk || '=' || settled) "
+                            "FROM lease_settled") == "3=5");
+  auto snapshot = (*store)->Load();
+  REQUIRE(snapshot.ok());
+  std::vector<std::string> ids;
+  for (const LeaseRow& r : snapshot->leases) ids.push_back(r.id);
+  CHECK(ids == std::vector<std::string>{"b", "d"});
+  Batch b;
+  b.leases_deleted = {"b"};
+  REQUIRE((*store)->Apply(b).ok());
+  CHECK(*QueryRawInt(path, "SELECT group_concat(id) FROM lease_chunks") == 4);
+  CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_settled") == 0);
 }
 
 TEST_CASE("A database of schema 2 without leases gets no chunk",
