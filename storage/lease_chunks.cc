@@ -167,9 +167,12 @@ Status LeaseChunks::Write(const std::vector<std::string>& deleted,
   if (deleted.empty() && put.empty()) return Status::Ok();
   for (const LeasePuts::Row row : put) {
     // Lines are "ID\tJSON": neither may break them (braked's ids and its
-    // lease encoding never do).
-    if (row.id.find_first_of("\t\n") != std::string::npos ||
-        row.json.find('\n') != std::string::npos) {
+    // lease encoding never do). The id byte by byte: find_first_of looked
+    // each of its bytes up in "\t\n" with a call.
+    const bool id_breaks = std::any_of(row.id.begin(), row.id.end(), [](char c) {
+      return c == '\t' || c == '\n';
+    });
+    if (id_breaks || row.json.find('\n') != std::string::npos) {
       return Status::Unavailable("storage: put lease (" + std::string(row.id) +
                                  ") failed: a tab or newline in its row");
     }
@@ -182,12 +185,22 @@ Status LeaseChunks::Write(const std::vector<std::string>& deleted,
   const int64_t fresh = next_id_;
   if (!put.empty()) {
     text_.clear();
-    Change(fresh);  // exists before the loop: a line put twice settles here
+    text_.reserve(put.text_size() + 2 * put.size());
+    // Made before the loop (a line put twice settles here); std::map keeps
+    // it where it is while Settle adds other chunks.
+    Chunk& c = Change(fresh);
     for (const LeasePuts::Row row : put) {
-      if (!row.fresh) Settle(row.id);  // its earlier line, if any
-      Chunk& c = chunks_[fresh];
-      SetPos(row.id, LeasePos{fresh, c.lines++});
+      const LeasePos pos{fresh, c.lines++};
       ++c.open;
+      if (row.fresh) {
+        // Never stored, so in no chunk: undone by dropping it (Abandon
+        // finds its id in text_), not by a copy of its id and position.
+        fresh_ids_.emplace_back(text_.size(), row.id.size());
+        index_.Set(row.id, pos);
+      } else {
+        Settle(row.id);  // its earlier line, if any
+        SetPos(row.id, pos);
+      }
       text_.append(row.id).push_back('\t');
       text_.append(row.json).push_back('\n');
     }
@@ -230,12 +243,18 @@ void LeaseChunks::Commit() {
   }
   undo_pos_.clear();
   undo_chunks_.clear();
+  fresh_ids_.clear();
   undo_next_id_ = next_id_;
 }
 
 void LeaseChunks::Abandon() {
   for (auto it = undo_pos_.rbegin(); it != undo_pos_.rend(); ++it) {
     index_.Set(it->first, it->second);
+  }
+  // Last: a fresh id put twice in the write has an undo entry for its
+  // second line, which restored its first.
+  for (const auto& [at, size] : fresh_ids_) {
+    index_.Set(std::string_view(text_).substr(at, size), std::nullopt);
   }
   for (auto& [id, before] : undo_chunks_) {
     if (before) {
@@ -247,6 +266,7 @@ void LeaseChunks::Abandon() {
   next_id_ = undo_next_id_;
   undo_pos_.clear();
   undo_chunks_.clear();
+  fresh_ids_.clear();
 }
 
 }  // namespace brake::storage

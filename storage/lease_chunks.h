@@ -82,6 +82,9 @@ class LeaseChunks {
   // and each chunk touched as it was (nullopt: it did not exist).
   std::vector<std::pair<std::string, std::optional<LeasePos>>> undo_pos_;
   std::map<int64_t, std::optional<Chunk>> undo_chunks_;
+  // The ids of the write's fresh lines (in no chunk before it), as offset
+  // and size in text_.
+  std::vector<std::pair<size_t, size_t>> fresh_ids_;
   int64_t undo_next_id_ = 1;
   std::string text_;  // reused: the new chunk's lines
   std::string bits_;  // reused: a bitmap as hex

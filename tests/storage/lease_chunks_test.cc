@@ -44,6 +44,21 @@ int64_t Chunks(const std::string& path) {
   return *QueryRawInt(path, "SELECT count(*) FROM lease_chunks");
 }
 
+// From now on a batch with a ledger row of user "boom" rolls back.
+void FailLedgerRowsOfBoom(const std::string& path) {
+  REQUIRE(ExecRawSql(path,
+                     "CREATE TRIGGER fail_boom BEFORE INSERT ON ledger "
+                     "WHEN NEW.user = 'boom' "
+                     "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
+              .ok());
+}
+
+LedgerRow Boom() {
+  LedgerRow row;
+  row.user = "boom";
+  return row;
+}
+
 TEST_CASE("lease chunks: one row per batch, deleted when all settle",
           "[storage]") {
   TempDir dir;
@@ -96,18 +111,12 @@ TEST_CASE("lease chunks: a batch that rolls back leaves the index as it was",
   TempDir dir;
   const std::string path = dir.File("brake.db");
   REQUIRE(Put(*Open(path), {{"L1", "{1}"}, {"L2", "{2}"}}).ok());
-  REQUIRE(ExecRawSql(path,
-                     "CREATE TRIGGER fail_boom BEFORE INSERT ON ledger "
-                     "WHEN NEW.user = 'boom' "
-                     "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
-              .ok());
+  FailLedgerRowsOfBoom(path);
   auto store = Open(path);
   Batch failing;
   failing.leases_deleted = {"L1"};
   failing.leases_put.Add("L3", "{3}");
-  LedgerRow boom;
-  boom.user = "boom";
-  failing.ledger_append = {boom};
+  failing.ledger_append = {Boom()};
   REQUIRE_FALSE(store->Apply(failing).ok());
   // L1 is still open to the index: settling it later deletes its line, and
   // L3 never existed.
@@ -117,6 +126,27 @@ TEST_CASE("lease chunks: a batch that rolls back leaves the index as it was",
   CHECK(Leases(*store) == Rows{"L2={2}"});
   REQUIRE(Put(*store, {}, {"L2"}).ok());
   CHECK(Chunks(path) == 0);
+}
+
+TEST_CASE("lease chunks: a fresh line rolled back is forgotten",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  REQUIRE(Put(*Open(path), {{"L1", "{1}"}}).ok());
+  FailLedgerRowsOfBoom(path);
+  auto store = Open(path);
+  Batch failing;
+  failing.leases_put.Add("L3", "{3}", /*fresh=*/true);
+  failing.ledger_append = {Boom()};
+  REQUIRE_FALSE(store->Apply(failing).ok());
+  // The next chunk takes the failed one's id and L4 its line: settling L3
+  // must not settle L4.
+  Batch next;
+  next.leases_put.Add("L4", "{4}", /*fresh=*/true);
+  REQUIRE(store->Apply(next).ok());
+  REQUIRE(Put(*store, {}, {"L3"}).ok());
+  CHECK(Leases(*store) == Rows{"L1={1}", "L4={4}"});
+  CHECK(Leases(*Open(path)) == Rows{"L1={1}", "L4={4}"});
 }
 
 TEST_CASE("lease chunks: bad rows and ids are refused", "[storage]") {
