@@ -51,6 +51,11 @@ throughput, latency, grants, denials and the grant rate over time.
                          say) are all in use
   --tokens N             tokens per acquire, and per commit (default 0)
   --commit               commit each granted lease with --tokens
+  --hold N               with --commit: each connection keeps up to N
+                         granted leases open and, holding more, commits
+                         one drawn at random, so leases live for varying
+                         times and settle out of order (default 0: each
+                         is committed when granted)
   --wait-ms N            send "wait_ms":N on every acquire (default 0: not
                          sent); replies may then come out of order and the
                          drain after the run waits N ms longer
@@ -103,7 +108,7 @@ between consecutive grants received in the measured window (receive times,
 sorted, all connections), and the first and last grant's time from its start.
 
 JSON fields: target, socket, op, connections, depth, threads, seconds,
-warmup_seconds, user, task_prefix, tasks, tokens, commit, decisions,
+warmup_seconds, user, task_prefix, tasks, tokens, commit, hold, decisions,
 decisions_per_sec, latency_us {min, mean, p50, p90, p99, p999, max}, grants,
 denials, denials_by_reason {reason: n}, errors, errors_by_code {code: n},
 ok_other, echoed, grants_per_connection {min, max}, grants_per_second [n...],
@@ -241,6 +246,9 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
         return bad("an integer in [1, 86400000]");
       }
       load.window_ms = n;
+    } else if (arg == "--hold") {
+      if (!int_flag(0, 1000000, &n)) return bad("an integer in [0, 1000000]");
+      load.hold = static_cast<int>(n);
     } else if (arg == "--wait-ms") {
       if (!int_flag(0, 86400000, &n)) {
         return bad("an integer in [0, 86400000]");
@@ -272,6 +280,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   if (flags->echo && socket_set) {
     return Usage("--echo runs against its own server; drop --socket");
   }
+  if (load.hold > 0 && !load.commit) return Usage("--hold needs --commit");
   if (load.once) {
     if (load.op != BenchOp::kAcquire) return Usage("--once needs --op acquire");
     if (!warmup_set) load.warmup_seconds = 0;

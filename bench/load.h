@@ -46,6 +46,11 @@ struct LoadConfig {
   bool spread = false;
   int64_t tokens = 0;
   bool commit = false;  // Commit every granted lease with `tokens`.
+  // With `commit`: each connection keeps up to `hold` granted leases open
+  // and, holding more, commits one drawn at random (the new one included),
+  // so that leases live for varying times and settle in no order they were
+  // granted in, as agents' calls do. 0: each is committed when granted.
+  int hold = 0;
   // Width of the wall-clock-aligned windows grants are also counted in.
   int64_t window_ms = 1000;
   // Sent as "wait_ms" on every acquire when > 0: the daemon may park it.

@@ -95,6 +95,10 @@ struct Conn {
   std::string spread_head;
   std::string spread_tail;
   int64_t next_task = 0;
+  // --hold: the leases kept open, and the state of the generator that
+  // picks which to commit (xorshift64, seeded per connection).
+  std::vector<std::string> held;
+  uint64_t pick_state = 0;
   std::vector<Slot> slots;
   std::vector<uint32_t> free_slots;
   std::vector<uint32_t> unstamped;  // Queued since the last send().

@@ -148,6 +148,30 @@ class Worker {
     }
   }
 
+  // Commits `lease` now, or with --hold keeps it and commits one of those
+  // kept or it, drawn at random, once more than `hold` would be kept.
+  void Commit(Conn* c, std::string_view lease) {
+    const size_t hold = static_cast<size_t>(config_.hold);
+    if (c->held.size() < hold) {
+      c->held.emplace_back(lease);
+      return;
+    }
+    if (hold > 0) {
+      uint64_t& x = c->pick_state;
+      if (x == 0) x = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(c->index) + 1);
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      const size_t k = static_cast<size_t>(x % (hold + 1));
+      if (k < hold) {
+        Enqueue(c, SlotKind::kCommit, c->held[k]);  // copies it out
+        c->held[k].assign(lease);
+        return;
+      }
+    }
+    Enqueue(c, SlotKind::kCommit, lease);
+  }
+
   void Fill(Conn* c) {
     if (draining_) return;
     while (c->in_flight < config_.depth &&
@@ -352,7 +376,7 @@ class Worker {
         }
         if (config_.commit) {
           if (!r.lease.empty()) {
-            Enqueue(c, SlotKind::kCommit, r.lease);
+            Commit(c, r.lease);
           } else if (counted) {
             ++result_.commit_errors;
             commit_errors_.Add("grant_without_lease");

@@ -207,6 +207,7 @@ nlohmann::json ReportJson(const RunReport& run) {
       {"tasks", c.tasks > 0 ? c.tasks : c.connections},
       {"tokens", c.tokens},
       {"commit", c.commit},
+      {"hold", c.hold},
       {"decisions", r.decisions},
       {"decisions_per_sec", std::round(PerSecond(r.decisions, secs) * 10) / 10},
       {"latency_us", LatencyJson(r.latency)},
@@ -300,7 +301,9 @@ std::string ReportText(const RunReport& run) {
                    Format("%.1f", c.warmup_seconds) + " s warm-up" +
                    (c.wait_ms > 0 ? ", wait_ms " + std::to_string(c.wait_ms)
                                   : std::string()) +
-                   (c.once ? ", once" : "") + (c.commit ? ", commit" : ""));
+                   (c.once ? ", once" : "") + (c.commit ? ", commit" : "") +
+                   (c.hold > 0 ? ", hold " + std::to_string(c.hold)
+                               : std::string()));
   line("decisions", std::to_string(r.decisions) + "  (" +
                         Format("%.1f", PerSecond(r.decisions, secs)) + "/s)");
   line("latency us", "p50 " + Format("%.1f", UsAt(h, 0.5)) + "  p99 " +
