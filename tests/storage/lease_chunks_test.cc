@@ -211,6 +211,26 @@ TEST_CASE("lease chunks: settling writes the bitmap and leaves the lines",
   CHECK(*QueryRawInt(path, "SELECT count(*) FROM lease_settled") == 0);
 }
 
+TEST_CASE("lease chunks: a bitmap past one word reads back as written",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = Open(path);
+  std::vector<LeaseRow> put;
+  for (int i = 0; i < 70; ++i) put.push_back({"L" + std::to_string(i), "{}"});
+  REQUIRE(Put(*store, put).ok());
+  REQUIRE(Put(*store, {}, {"L0", "L63", "L64", "L69"}).ok());
+  // Digits 0, 15, 16 and 17: bits 0, 63 (8 in its digit), 64 and 69 (2).
+  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled") ==
+        "1" + std::string(14, '0') + "812");
+  store.reset();
+  const Rows left = Leases(*Open(path));
+  CHECK(left.size() == 66);
+  for (const char* gone : {"L0=", "L63=", "L64=", "L69="}) {
+    for (const std::string& row : left) CHECK(row.rfind(gone, 0) != 0);
+  }
+}
+
 TEST_CASE("lease chunks: a bitmap without its chunk is never inherited",
           "[storage]") {
   TempDir dir;
