@@ -57,6 +57,10 @@ struct Lease {
   std::string_view resource() const { return Get(kResource); }
   std::string_view model() const { return Get(kModel); }
   std::string_view fingerprint() const { return Get(kFingerprint); }
+  // The text fields back to back, and where each ends in it (kFields
+  // offsets): the drain copies a lease's text whole (daemon/lease_snapshot.h).
+  std::string_view AllText() const { return text_; }
+  const uint32_t* TextEnds() const { return ends_; }
   // Sets every text field (none may view this lease's own text).
   void SetText(const Text& fields) {
     text_.clear();
@@ -122,7 +126,9 @@ struct Lease {
   uint32_t ends_[kFields] = {};  // where each field ends in text_
 };
 
-// Appends the stored form of a lease to `text` (the daemon's EncodeLease).
+// Appends a lease's row to `text` in the form the drain hands to storage
+// (the daemon's AppendLeaseSnapshot, turned into the stored form on the
+// storage thread; tests use the stored form, AppendEncodedLease, directly).
 using LeaseEncoder = std::function<void(const Lease&, std::string* text)>;
 
 // What settling a lease charged; a duplicate commit or cancel answers the

@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/replies.h"
 #include "daemon/lease_codec.h"
+#include "daemon/lease_snapshot.h"
 #include "daemon/policy_codec.h"
 
 namespace brake {
@@ -90,7 +91,8 @@ Status Daemon::Start() {
   worker_ = std::make_unique<StorageWorker>(
       &loop_, std::move(*store),
       [this](const StorageWorker::Done& d) { OnStorageDone(d); },
-      [path = options_.db_path] { return Store::Open(path); });
+      [path = options_.db_path] { return Store::Open(path); },
+      EncodeSnapshots);
   server_ = std::make_unique<Server>(&loop_, dispatcher_.get(), &config_,
                                      &stats_, this);
   waiters_ = std::make_unique<Waiters>(
@@ -268,7 +270,7 @@ void Daemon::Seal() {
   if (!Dirty()) return;
   Batch batch;
   batch.seq = open_seq_;
-  engine_->Drain(&batch, AppendEncodedLease);
+  engine_->Drain(&batch, AppendLeaseSnapshot);
   dispatcher_->decider()->Drain(&batch);
   pending_.emplace_back(open_seq_, clock_.NowUs());
   sealed_seq_ = open_seq_++;

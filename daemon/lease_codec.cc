@@ -8,91 +8,34 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/decimal.h"
-#include "common/json_plain.h"
+#include "daemon/lease_writer.h"
 
 namespace brake {
 namespace {
 
 using nlohmann::json;
 
-constexpr int kFormat = 2;
-
-// Resource codes of format 2; fixed here, not the enum's order.
-int ResourceCode(Resource r) {
-  switch (r) {
-    case Resource::kRequests: return 0;
-    case Resource::kTokens: return 1;
-    case Resource::kUsd: return 2;
-  }
-  return 0;
-}
-
-bool ResourceOfCode(int64_t code, Resource* out) {
-  switch (code) {
-    case 0: *out = Resource::kRequests; return true;
-    case 1: *out = Resource::kTokens; return true;
-    case 2: *out = Resource::kUsd; return true;
-    default: return false;
-  }
-}
-
-// Writes a lease into a buffer sized for the worst case (every string byte
-// escaped as \u00XX), with a cursor: no capacity check, call or strlen per
-// piece.
-class LeaseWriter {
+// A Lease as WriteStoredLease reads it.
+class LeaseSource {
  public:
-  // `buf` is reused across leases: grown to the worst case when short,
-  // never shrunk or zero-filled again.
-  LeaseWriter(const Lease& l, std::string* buf) : out_(*buf) {
-    size_t strings = 0;
-    for (int f = Lease::kUser; f < Lease::kFields; ++f) {
-      strings += l.Get(static_cast<Lease::Field>(f)).size();
-    }
-    for (const std::string* s : l.scopes) strings += s->size() + 3;
-    for (const LeaseCharge& c : l.charges) {
-      strings += c.limit.size() + 40;
-      if (c.scope >= l.reserved) strings += l.ScopeOf(c).size();
-    }
-    const size_t worst = 6 * strings + 512;  // 512: punctuation, integers
-    if (out_.size() < worst) out_.resize(worst);
-    p_ = out_.data();
+  explicit LeaseSource(const Lease& l) : l_(l) {}
+  std::string_view Text(Lease::Field f) const { return l_.Get(f); }
+  int64_t Number(int i) const {
+    const int64_t n[] = {l_.requests, l_.tokens, l_.usd_nano,
+                         l_.granted_at_us, l_.expires_at_us};
+    return n[i];
   }
-  void Char(char c) { *p_++ = c; }
-  void String(std::string_view v) {
-    *p_++ = '"';
-    if (IsPlainJsonText(v)) {  // the common case: copied whole
-      std::memcpy(p_, v.data(), v.size());
-      p_ += v.size();
-      *p_++ = '"';
-      return;
-    }
-    for (char ch : v) {
-      unsigned char c = static_cast<unsigned char>(ch);
-      if (c >= 0x20 && c != '"' && c != '\\') {
-        *p_++ = ch;  // requests were parsed as UTF-8, so this is too
-      } else if (c == '"' || c == '\\') {
-        *p_++ = '\\';
-        *p_++ = ch;
-      } else {
-        static const char kHex[] = "0123456789abcdef";
-        std::memcpy(p_, "\\u00", 4);
-        p_[4] = kHex[c >> 4];
-        p_[5] = kHex[c & 15];
-        p_ += 6;
-      }
-    }
-    *p_++ = '"';
-  }
-  void Int(int64_t v) { p_ = WriteDecimal(p_, v); }
-  // Appends the lease written to `text`.
-  void AppendTo(std::string* text) const {
-    text->append(out_.data(), static_cast<size_t>(p_ - out_.data()));
+  uint32_t Reserved() const { return l_.reserved; }
+  uint32_t Scopes() const { return static_cast<uint32_t>(l_.scopes.size()); }
+  std::string_view Scope(uint32_t i) const { return *l_.scopes[i]; }
+  size_t Charges() const { return l_.charges.size(); }
+  LeaseChargeView Charge(size_t i) const {
+    const LeaseCharge& c = l_.charges[i];
+    return {c.scope, c.limit, c.resource, c.amount};
   }
 
  private:
-  std::string& out_;
-  char* p_;
+  const Lease& l_;
 };
 
 // Integers only: a stored 1e19 must not reach get<int64_t>() (an
@@ -157,7 +100,7 @@ bool DecodeObject(const json& j, Lease* l) {
 
 // Format 2: the positional array.
 bool DecodeArray(std::string_view id, const json& j, Lease* l) {
-  if (j.size() != 14 || Integer(j.at(0)) != kFormat) return false;
+  if (j.size() != 14 || Integer(j.at(0)) != kLeaseFormat) return false;
   // Positions 1-6 are the text fields after the id, in Lease::Field order.
   DecodeText(id, [&](int f) -> const json& { return j.at(f); }, l);
   l->requests = Integer(j.at(7));
@@ -190,52 +133,8 @@ bool DecodeArray(std::string_view id, const json& j, Lease* l) {
 
 }  // namespace
 
-// Written by hand: it runs for every granted acquire still open at a
-// drain, on the loop thread (a nlohmann array per lease cost more than the
-// whole decision).
 void AppendEncodedLease(const Lease& l, std::string* text) {
-  thread_local std::string buffer;
-  LeaseWriter w(l, &buffer);
-  w.Char('[');
-  w.Int(kFormat);
-  for (int f = Lease::kUser; f < Lease::kFields; ++f) {
-    w.Char(',');
-    w.String(l.Get(static_cast<Lease::Field>(f)));
-  }
-  for (int64_t v : {l.requests, l.tokens, l.usd_nano, l.granted_at_us,
-                    l.expires_at_us}) {
-    w.Char(',');
-    w.Int(v);
-  }
-  w.Char(',');
-  w.Char('[');
-  for (size_t i = 0; i < l.reserved; ++i) {
-    if (i > 0) w.Char(',');
-    w.String(*l.scopes[i]);
-  }
-  w.Char(']');
-  w.Char(',');
-  w.Char('[');
-  for (size_t i = 0; i < l.charges.size(); ++i) {
-    const LeaseCharge& c = l.charges[i];
-    if (i > 0) w.Char(',');
-    w.Char('[');
-    if (c.scope < l.reserved) {
-      w.Int(c.scope);
-    } else {
-      w.String(l.ScopeOf(c));
-    }
-    w.Char(',');
-    w.String(c.limit);
-    w.Char(',');
-    w.Int(ResourceCode(c.resource));
-    w.Char(',');
-    w.Int(c.amount);
-    w.Char(']');
-  }
-  w.Char(']');
-  w.Char(']');
-  w.AppendTo(text);
+  WriteStoredLease(LeaseSource(l), text);
 }
 
 std::string EncodeLease(const Lease& l) {

@@ -23,8 +23,10 @@
 
 namespace brake {
 
-// Appends the lease's form to `text`: the drain's encoder (a LeaseEncoder),
-// which allocates nothing per lease once its buffer has grown.
+// Appends the lease's form to `text`, allocating nothing per lease once its
+// buffer has grown. The daemon's drain hands the storage thread copies
+// instead (daemon/lease_snapshot.h), written there by the same writer
+// (daemon/lease_writer.h).
 void AppendEncodedLease(const Lease& lease, std::string* text);
 std::string EncodeLease(const Lease& lease);
 // `id` is the row's; damage of any kind is kUnavailable ("storage: ...").

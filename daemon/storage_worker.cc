@@ -6,11 +6,13 @@
 namespace brake {
 
 StorageWorker::StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store,
-                             OnDone on_done, Reopen reopen)
+                             OnDone on_done, Reopen reopen,
+                             EncodeLeases encode_leases)
     : loop_(loop),
       store_(std::move(store)),
       on_done_(std::move(on_done)),
-      reopen_(std::move(reopen)) {
+      reopen_(std::move(reopen)),
+      encode_leases_(std::move(encode_leases)) {
   uv_async_init(loop_, &async_, &StorageWorker::OnAsync);
   async_.data = this;
   thread_ = std::thread([this] { ThreadMain(); });
@@ -103,7 +105,7 @@ void StorageWorker::ThreadMain() {
     }
     if (any_batch && store_ != nullptr) {
       auto start = std::chrono::steady_clock::now();
-      done.status = store_->Apply(merged);
+      done.status = Apply(merged);
       done.commit_us = std::chrono::duration_cast<std::chrono::microseconds>(
                            std::chrono::steady_clock::now() - start)
                            .count();
@@ -131,6 +133,16 @@ void StorageWorker::ThreadMain() {
     }
     uv_async_send(&async_);
   }
+}
+
+Status StorageWorker::Apply(Batch& batch) {
+  if (!encode_leases_ || batch.leases_put.empty()) return store_->Apply(batch);
+  LeasePuts stored;
+  if (Status s = encode_leases_(batch.leases_put, &stored); !s.ok()) return s;
+  std::swap(batch.leases_put, stored);
+  Status s = store_->Apply(batch);
+  std::swap(batch.leases_put, stored);
+  return s;
 }
 
 void StorageWorker::OnAsync(uv_async_t* handle) {

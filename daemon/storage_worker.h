@@ -39,8 +39,13 @@ class StorageWorker {
   // that recovers (space freed, device back) is used again without a restart.
   using Reopen = std::function<Result<std::unique_ptr<Store>>()>;
 
+  // Turns a batch's lease rows from the form the loop drained them in into
+  // the stored form (EncodeSnapshots), on the storage thread.
+  using EncodeLeases = std::function<Status(const LeasePuts& drained,
+                                            LeasePuts* stored)>;
+  // Without `encode_leases`, lease rows are stored as drained.
   StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store, OnDone on_done,
-                Reopen reopen);
+                Reopen reopen, EncodeLeases encode_leases = nullptr);
   ~StorageWorker();
   StorageWorker(const StorageWorker&) = delete;
   StorageWorker& operator=(const StorageWorker&) = delete;
@@ -63,12 +68,16 @@ class StorageWorker {
     std::function<void()> then;
   };
   void ThreadMain();
+  // Applies `batch`, its lease rows encoded first (and `batch` left as it
+  // was, drained form and all, for a retry).
+  Status Apply(Batch& batch);
   static void OnAsync(uv_async_t* handle);
 
   uv_loop_t* loop_;
   std::unique_ptr<Store> store_;
   OnDone on_done_;
   Reopen reopen_;
+  EncodeLeases encode_leases_;
   uv_async_t async_;
   std::thread thread_;
   std::function<void()> on_closed_;

@@ -1,0 +1,167 @@
+// WriteStoredLease: the stored form of an open lease (format 2,
+// daemon/lease_codec.h), written from either of the two places a lease is
+// read from: a Lease (EncodeLease) or the drain's copy of one
+// (daemon/lease_snapshot.h). A source `S` has
+//
+//   std::string_view Text(Lease::Field f) const;  // kUser .. kFingerprint
+//   int64_t Number(int i) const;  // 0..4: requests, tokens, usd_nano,
+//                                 // granted_at_us, expires_at_us
+//   uint32_t Reserved() const;    // the lease's own scopes: 0 .. Reserved()-1
+//   uint32_t Scopes() const;      // and others its charges name, after them
+//   std::string_view Scope(uint32_t i) const;
+//   size_t Charges() const;
+//   LeaseChargeView Charge(size_t i) const;
+//
+// Written by hand into a buffer sized for the worst case (every string byte
+// escaped as \u00XX), with a cursor: no capacity check, call or strlen per
+// piece (a nlohmann array per lease cost more than the whole decision).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "budget/lease.h"
+#include "common/decimal.h"
+#include "common/json_plain.h"
+
+namespace brake {
+
+inline constexpr int kLeaseFormat = 2;
+
+struct LeaseChargeView {
+  uint32_t scope = 0;  // an index into the source's scopes
+  std::string_view limit;
+  Resource resource = Resource::kRequests;
+  int64_t amount = 0;
+};
+
+// Resource codes of format 2; fixed here, not the enum's order.
+inline int ResourceCode(Resource r) {
+  switch (r) {
+    case Resource::kRequests: return 0;
+    case Resource::kTokens: return 1;
+    case Resource::kUsd: return 2;
+  }
+  return 0;
+}
+
+// The resource of a code, false for none.
+inline bool ResourceOfCode(int64_t code, Resource* out) {
+  switch (code) {
+    case 0: *out = Resource::kRequests; return true;
+    case 1: *out = Resource::kTokens; return true;
+    case 2: *out = Resource::kUsd; return true;
+    default: return false;
+  }
+}
+
+namespace lease_writer_internal {
+
+class Cursor {
+ public:
+  // `buf` is reused across leases: grown to `worst` when short, never
+  // shrunk or zero-filled again.
+  Cursor(std::string* buf, size_t worst) : out_(*buf) {
+    if (out_.size() < worst) out_.resize(worst);
+    p_ = out_.data();
+  }
+  void Char(char c) { *p_++ = c; }
+  void String(std::string_view v) {
+    *p_++ = '"';
+    if (IsPlainJsonText(v)) {  // the common case: copied whole
+      std::memcpy(p_, v.data(), v.size());
+      p_ += v.size();
+      *p_++ = '"';
+      return;
+    }
+    for (char ch : v) {
+      unsigned char c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c != '"' && c != '\\') {
+        *p_++ = ch;  // requests were parsed as UTF-8, so this is too
+      } else if (c == '"' || c == '\\') {
+        *p_++ = '\\';
+        *p_++ = ch;
+      } else {
+        static const char kHex[] = "0123456789abcdef";
+        std::memcpy(p_, "\\u00", 4);
+        p_[4] = kHex[c >> 4];
+        p_[5] = kHex[c & 15];
+        p_ += 6;
+      }
+    }
+    *p_++ = '"';
+  }
+  void Int(int64_t v) { p_ = WriteDecimal(p_, v); }
+  // Appends what was written to `text`.
+  void AppendTo(std::string* text) const {
+    text->append(out_.data(), static_cast<size_t>(p_ - out_.data()));
+  }
+
+ private:
+  std::string& out_;
+  char* p_;
+};
+
+}  // namespace lease_writer_internal
+
+// Appends the stored form of the lease `s` describes to `text`.
+template <typename S>
+void WriteStoredLease(const S& s, std::string* text) {
+  size_t strings = 0;
+  for (int f = Lease::kUser; f < Lease::kFields; ++f) {
+    strings += s.Text(static_cast<Lease::Field>(f)).size();
+  }
+  for (uint32_t i = 0; i < s.Reserved(); ++i) strings += s.Scope(i).size() + 3;
+  for (size_t i = 0; i < s.Charges(); ++i) {
+    const LeaseChargeView c = s.Charge(i);
+    strings += c.limit.size() + 40;
+    // A scope none of the lease's own is written in each charge naming it.
+    if (c.scope >= s.Reserved()) strings += s.Scope(c.scope).size();
+  }
+  thread_local std::string buffer;
+  // 512: punctuation and integers.
+  lease_writer_internal::Cursor w(&buffer, 6 * strings + 512);
+  w.Char('[');
+  w.Int(kLeaseFormat);
+  for (int f = Lease::kUser; f < Lease::kFields; ++f) {
+    w.Char(',');
+    w.String(s.Text(static_cast<Lease::Field>(f)));
+  }
+  for (int i = 0; i < 5; ++i) {
+    w.Char(',');
+    w.Int(s.Number(i));
+  }
+  w.Char(',');
+  w.Char('[');
+  for (uint32_t i = 0; i < s.Reserved(); ++i) {
+    if (i > 0) w.Char(',');
+    w.String(s.Scope(i));
+  }
+  w.Char(']');
+  w.Char(',');
+  w.Char('[');
+  for (size_t i = 0; i < s.Charges(); ++i) {
+    const LeaseChargeView c = s.Charge(i);
+    if (i > 0) w.Char(',');
+    w.Char('[');
+    if (c.scope < s.Reserved()) {
+      w.Int(c.scope);
+    } else {
+      w.String(s.Scope(c.scope));
+    }
+    w.Char(',');
+    w.String(c.limit);
+    w.Char(',');
+    w.Int(ResourceCode(c.resource));
+    w.Char(',');
+    w.Int(c.amount);
+    w.Char(']');
+  }
+  w.Char(']');
+  w.Char(']');
+  w.AppendTo(text);
+}
+
+}  // namespace brake
