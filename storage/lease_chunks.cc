@@ -148,8 +148,9 @@ LeaseChunks::Chunk& LeaseChunks::Change(int64_t id) {
   return it != chunks_.end() ? it->second : chunks_[id];
 }
 
-void LeaseChunks::SetPos(std::string_view id, std::optional<LeasePos> pos) {
-  undo_pos_.emplace_back(std::string(id), index_.Find(id));
+void LeaseChunks::SetPos(std::string_view id, std::optional<LeasePos> old,
+                         std::optional<LeasePos> pos) {
+  undo_pos_.emplace_back(id, old);
   index_.Set(id, pos);
 }
 
@@ -161,7 +162,7 @@ void LeaseChunks::Settle(std::string_view id) {
     SetBit(&c.settled, p->line);
     --c.open;
   }
-  SetPos(id, std::nullopt);
+  SetPos(id, p, std::nullopt);
 }
 
 Status LeaseChunks::Write(const std::vector<std::string>& deleted,
@@ -201,8 +202,8 @@ Status LeaseChunks::Write(const std::vector<std::string>& deleted,
         fresh_ids_.emplace_back(text_.size(), row.id.size());
         index_.Set(row.id, pos);
       } else {
-        Settle(row.id);  // its earlier line, if any
-        SetPos(row.id, pos);
+        Settle(row.id);  // its earlier line, if any: now it has none
+        SetPos(row.id, std::nullopt, pos);
       }
       text_.append(row.id).push_back('\t');
       text_.append(row.json).push_back('\n');

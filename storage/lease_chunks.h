@@ -45,6 +45,8 @@ class LeaseChunks {
 
   // Inside the caller's write transaction: settles `deleted` (unknown ids
   // are no-ops), then stores `put` in a new chunk. Undone by Abandon.
+  // `deleted` and `put` must outlive the Commit or Abandon that ends the
+  // write: what it keeps for the undo views their ids.
   Status Write(const std::vector<std::string>& deleted,
                const LeasePuts& put);
   // The transaction committed: the write's changes stay.
@@ -66,7 +68,9 @@ class LeaseChunks {
   Status Rebuild(std::vector<LeaseRow>* out);
   // Chunk `id` for changing (made when new), its old state kept for undo.
   Chunk& Change(int64_t id);
-  void SetPos(std::string_view id, std::optional<LeasePos> pos);
+  // Moves `id` from `old` (its position now) to `pos`, noting `old`.
+  void SetPos(std::string_view id, std::optional<LeasePos> old,
+              std::optional<LeasePos> pos);
   void Settle(std::string_view id);
 
   sqlite3* db_ = nullptr;
@@ -80,7 +84,8 @@ class LeaseChunks {
   int64_t next_id_ = 1;
   // What the write in progress replaced, for Abandon: positions in order,
   // and each chunk touched as it was (nullopt: it did not exist).
-  std::vector<std::pair<std::string, std::optional<LeasePos>>> undo_pos_;
+  // The ids are views into the write's arguments.
+  std::vector<std::pair<std::string_view, std::optional<LeasePos>>> undo_pos_;
   std::map<int64_t, std::optional<Chunk>> undo_chunks_;
   // The ids of the write's fresh lines (in no chunk before it), as offset
   // and size in text_.
