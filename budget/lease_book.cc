@@ -283,10 +283,18 @@ bool LeaseBook::Drain(Batch* batch, const LeaseEncoder& encode) {
   const size_t text_before = puts.text_size();
   puts.reserve(last_rows_ + last_rows_ / 8, last_bytes_ + last_bytes_ / 8);
   std::string id;
+  uint64_t spelled = 0;  // the number `id` spells (0: none yet)
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_
     Slot& slot = ring_[number - base_];
-    SpellOwn(number, &id);
+    // Listed in the order they were opened, mostly one apart: the next
+    // id is the last one counted up in place.
+    if (spelled != 0 && number == spelled + 1) {
+      IncrementDecimal(&id, prefix_.size());
+    } else {
+      SpellOwn(number, &id);
+    }
+    spelled = number;
     drain(slot, id);
   }
   for (const std::string& other : dirty_other_) {

@@ -73,6 +73,33 @@ TEST_CASE("lease book: ids past each power of ten, and after a restore",
   CHECK(fresh.IdOf(fresh.Open(kT0)) == "r101");
 }
 
+TEST_CASE("lease book: a drain spells every id, in runs and past gaps",
+          "[lease_book]") {
+  LeaseBook book("r");
+  Ids want;
+  for (int n = 1; n <= 1234; ++n) {
+    Lease& l = book.Open(kT0 + kTtl);
+    // Runs of open leases broken by settled ones (a lease opened and
+    // settled between two drains puts nothing), across 9 -> 10, 99 -> 100
+    // and 999 -> 1000.
+    if (n % 7 == 0 || (n > 95 && n < 99)) {
+      book.Settle(l, Settlement{}, kT0);
+    } else {
+      want.push_back("r" + std::to_string(n) + "@");
+    }
+  }
+  CHECK(DrainOf(book).put == want);
+  // Listed again out of order, with gaps, then two new ones.
+  for (const char* id : {"r17", "r5", "r6", "r1000"}) {
+    REQUIRE(book.Find(id) != nullptr);
+    book.MarkChanged(*book.Find(id));
+  }
+  book.Open(kT0 + kTtl);
+  book.Open(kT0 + kTtl);
+  CHECK(DrainOf(book).put ==
+        Ids{"r17@", "r5@", "r6@", "r1000@", "r1235@", "r1236@"});
+}
+
 TEST_CASE("lease book: settled leases answer duplicates until forgotten",
           "[lease_book]") {
   LeaseBook book("r");
