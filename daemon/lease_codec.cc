@@ -18,13 +18,9 @@ using nlohmann::json;
 // A Lease as WriteStoredLease reads it.
 class LeaseSource {
  public:
-  explicit LeaseSource(const Lease& l) : l_(l) {}
+  explicit LeaseSource(const Lease& l) : l_(l), numbers_(LeaseNumbers(l)) {}
   std::string_view Text(Lease::Field f) const { return l_.Get(f); }
-  int64_t Number(int i) const {
-    const int64_t n[] = {l_.requests, l_.tokens, l_.usd_nano,
-                         l_.granted_at_us, l_.expires_at_us};
-    return n[i];
-  }
+  int64_t Number(int i) const { return numbers_[static_cast<size_t>(i)]; }
   uint32_t Reserved() const { return l_.reserved; }
   uint32_t Scopes() const { return static_cast<uint32_t>(l_.scopes.size()); }
   std::string_view Scope(uint32_t i) const { return *l_.scopes[i]; }
@@ -36,6 +32,7 @@ class LeaseSource {
 
  private:
   const Lease& l_;
+  const std::array<int64_t, kLeaseNumbers> numbers_;
 };
 
 // Integers only: a stored 1e19 must not reach get<int64_t>() (an

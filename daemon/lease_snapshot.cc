@@ -1,5 +1,6 @@
 #include "daemon/lease_snapshot.h"
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -13,13 +14,10 @@ namespace {
 //
 //   u32 ends[kFields]  where each text field ends in the text
 //   text               the text fields back to back
-//   i64 numbers[5]     requests, tokens, usd_nano, granted_at_us,
-//                      expires_at_us
+//   i64 numbers[kLeaseNumbers]  LeaseNumbers(lease)
 //   u32 scopes, u32 reserved, then per scope: u32 size, bytes
 //   u32 charges, then per charge: u32 scope, u32 resource code,
 //                      i64 amount, u32 size of the limit's name, bytes
-constexpr size_t kNumbers = 5;
-
 class Writer {
  public:
   explicit Writer(char* p) : p_(p) {}
@@ -129,7 +127,7 @@ class SnapshotSource {
 
  private:
   std::string_view text_[Lease::kFields];
-  int64_t numbers_[kNumbers] = {};
+  int64_t numbers_[kLeaseNumbers] = {};
   uint32_t reserved_ = 0;
   // Reused from row to row: their capacity stays.
   std::vector<std::string_view> scopes_;
@@ -141,7 +139,7 @@ class SnapshotSource {
 void AppendLeaseSnapshot(const Lease& l, std::string* out) {
   const std::string_view text = l.AllText();
   size_t size = sizeof(uint32_t) * Lease::kFields + text.size() +
-                sizeof(int64_t) * kNumbers + 3 * sizeof(uint32_t);
+                sizeof(int64_t) * kLeaseNumbers + 3 * sizeof(uint32_t);
   for (const std::string* s : l.scopes) size += sizeof(uint32_t) + s->size();
   for (const LeaseCharge& c : l.charges) {
     size += 3 * sizeof(uint32_t) + sizeof(int64_t) + c.limit.size();
@@ -151,9 +149,8 @@ void AppendLeaseSnapshot(const Lease& l, std::string* out) {
   Writer w(out->data() + at);
   w.Bytes(l.TextEnds(), sizeof(uint32_t) * Lease::kFields);
   w.Bytes(text.data(), text.size());
-  const int64_t numbers[kNumbers] = {l.requests, l.tokens, l.usd_nano,
-                                     l.granted_at_us, l.expires_at_us};
-  w.Bytes(numbers, sizeof numbers);
+  const std::array<int64_t, kLeaseNumbers> numbers = LeaseNumbers(l);
+  w.Bytes(numbers.data(), sizeof numbers);
   w.U32(static_cast<uint32_t>(l.scopes.size()));
   w.U32(l.reserved);
   for (const std::string* s : l.scopes) w.Sized(*s);
@@ -181,14 +178,6 @@ Status EncodeSnapshots(const LeasePuts& snapshots, LeasePuts* stored) {
     });
   }
   return Status::Ok();
-}
-
-Result<std::string> EncodeSnapshot(std::string_view snapshot) {
-  LeasePuts in;
-  in.Add("", snapshot);
-  LeasePuts out;
-  if (Status s = EncodeSnapshots(in, &out); !s.ok()) return s;
-  return std::string(out[0].json);
 }
 
 }  // namespace brake

@@ -28,7 +28,4 @@ void AppendLeaseSnapshot(const Lease& lease, std::string* out);
 // then incomplete and must not be used.
 Status EncodeSnapshots(const LeasePuts& snapshots, LeasePuts* stored);
 
-// The stored form of one snapshot, or kUnavailable (for tests).
-Result<std::string> EncodeSnapshot(std::string_view snapshot);
-
 }  // namespace brake

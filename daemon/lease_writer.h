@@ -4,8 +4,7 @@
 // (daemon/lease_snapshot.h). A source `S` has
 //
 //   std::string_view Text(Lease::Field f) const;  // kUser .. kFingerprint
-//   int64_t Number(int i) const;  // 0..4: requests, tokens, usd_nano,
-//                                 // granted_at_us, expires_at_us
+//   int64_t Number(int i) const;  // i < kLeaseNumbers, LeaseNumbers' order
 //   uint32_t Reserved() const;    // the lease's own scopes: 0 .. Reserved()-1
 //   uint32_t Scopes() const;      // and others its charges name, after them
 //   std::string_view Scope(uint32_t i) const;
@@ -17,6 +16,7 @@
 // piece (a nlohmann array per lease cost more than the whole decision).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -29,6 +29,12 @@
 namespace brake {
 
 inline constexpr int kLeaseFormat = 2;
+
+// A lease's numbers in the stored form's order.
+inline constexpr int kLeaseNumbers = 5;
+inline std::array<int64_t, kLeaseNumbers> LeaseNumbers(const Lease& l) {
+  return {l.requests, l.tokens, l.usd_nano, l.granted_at_us, l.expires_at_us};
+}
 
 struct LeaseChargeView {
   uint32_t scope = 0;  // an index into the source's scopes
@@ -129,7 +135,7 @@ void WriteStoredLease(const S& s, std::string* text) {
     w.Char(',');
     w.String(s.Text(static_cast<Lease::Field>(f)));
   }
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < kLeaseNumbers; ++i) {
     w.Char(',');
     w.Int(s.Number(i));
   }

@@ -20,6 +20,15 @@ using lease_samples::ReservedOf;
 using lease_samples::SampleLease;
 using lease_samples::SetScopes;
 
+// The stored form of one snapshot, or EncodeSnapshots' error.
+Result<std::string> EncodeSnapshot(std::string_view snapshot) {
+  LeasePuts in;
+  in.Add("", snapshot);
+  LeasePuts out;
+  if (Status s = EncodeSnapshots(in, &out); !s.ok()) return s;
+  return std::string(out[0].json);
+}
+
 std::string Snapshot(const Lease& l) {
   std::string out = "prefix";  // appended, not assigned
   AppendLeaseSnapshot(l, &out);
