@@ -44,6 +44,12 @@ int64_t Chunks(const std::string& path) {
   return *QueryRawInt(path, "SELECT count(*) FROM lease_chunks");
 }
 
+// Chunk 1's bitmap of settled lines.
+std::string SettledOfChunk1(const std::string& path) {
+  return *QueryRawText(path,
+                       "SELECT settled FROM lease_settled WHERE chunk = 1");
+}
+
 // From now on a batch with a ledger row of user "boom" rolls back.
 void FailLedgerRowsOfBoom(const std::string& path) {
   REQUIRE(ExecRawSql(path,
@@ -196,15 +202,12 @@ TEST_CASE("lease chunks: settling writes the bitmap and leaves the lines",
   REQUIRE(Put(*store, {}, {"L2"}).ok());
   CHECK(*QueryRawText(path, "SELECT leases FROM lease_chunks") == lines);
   // Line 1's bit: hex digit 0 has value 1 << 1.
-  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled "
-                            "WHERE chunk = 1") == "2");
+  CHECK(SettledOfChunk1(path) == "2");
   REQUIRE(Put(*store, {}, {"L3"}).ok());
-  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled "
-                            "WHERE chunk = 1") == "6");
+  CHECK(SettledOfChunk1(path) == "6");
   // An unknown id settles nothing and writes nothing.
   REQUIRE(Put(*store, {}, {"L9"}).ok());
-  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled "
-                            "WHERE chunk = 1") == "6");
+  CHECK(SettledOfChunk1(path) == "6");
   // The last line: the chunk and its bitmap go together.
   REQUIRE(Put(*store, {}, {"L1"}).ok());
   CHECK(Chunks(path) == 0);
@@ -221,8 +224,7 @@ TEST_CASE("lease chunks: a bitmap past one word reads back as written",
   REQUIRE(Put(*store, put).ok());
   REQUIRE(Put(*store, {}, {"L0", "L63", "L64", "L69"}).ok());
   // Digits 0, 15, 16 and 17: bits 0, 63 (8 in its digit), 64 and 69 (2).
-  CHECK(*QueryRawText(path, "SELECT settled FROM lease_settled") ==
-        "1" + std::string(14, '0') + "812");
+  CHECK(SettledOfChunk1(path) == "1" + std::string(14, '0') + "812");
   store.reset();
   const Rows left = Leases(*Open(path));
   CHECK(left.size() == 66);
