@@ -22,8 +22,9 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def evaluate(res, small, big):
-    """The ratios and issue 9's targets, from whatever systems were run."""
+def evaluate(res, small, big, paired=None):
+    """The ratios and issue 9's targets, from whatever systems were run,
+    and from the paired rounds (bench/compare's Bench.paired) if any."""
     def get(system, shape, key):
         cell = res.get(system, {}).get(shape)
         return cell[key] if cell else None
@@ -49,6 +50,18 @@ def evaluate(res, small, big):
         "ops_per_sec", big, ">=", 0.5)
     add("brake-batched / echo, p50", "brake-batched", "echo", "p50_us", small,
         "<=", 1.15)
+    if paired:
+        # Judged like the row above; suspect when the floor's median is
+        # slower than braked's (a disturbed floor "meets" it by accident).
+        suspect = paired["echo_p50_us"] > paired["brake_p50_us"]
+        rows.append({
+            "ratio": "brake-batched / echo, p50, median of %d paired rounds"
+                     % len(paired["rounds"]),
+            "small": paired["ratio"], "big": None,
+            "target": "<= 1.15 at %dx%d" % small +
+                      (" (echo floor slower than braked: rerun)"
+                       if suspect else ""),
+            "met": "suspect" if suspect else paired["ratio"] <= 1.15})
     add("brake-batched / echo-process, p50", "brake-batched", "echo-process",
         "p50_us", small, None, None)
     add("brake-strict / echo, p50", "brake-strict", "echo", "p50_us", small,
@@ -82,7 +95,7 @@ def fmt(v, digits=0):
     return "{:,.{}f}".format(v, digits)
 
 
-def print_table(meta, res, rows, shapes, small, big):
+def print_table(meta, res, rows, shapes, small, big, paired=None):
     print("bench/compare  %s  commit %s" % (meta["date"], meta["commit"]))
     print("%s, load average %s before, %s after; %s s measured after %s s "
           "warm-up, median of %d run(s)" %
@@ -102,6 +115,21 @@ def print_table(meta, res, rows, shapes, small, big):
                 fmt(cell["p50_us"], 1), fmt(cell["p99_us"], 1),
                 fmt(cell["server_cpu_us"], 1),
                 ", ".join(cell["load_avg"])))
+    if paired:
+        print()
+        print("Paired rounds at %s, %s s each (echo floor, braked batched; "
+              "the order flipped each round): p50 us" %
+              (paired["shape"], paired["seconds"]))
+        print()
+        print("| round | echo floor | braked | ratio |")
+        print("|---|---|---|---|")
+        for i, r in enumerate(paired["rounds"]):
+            print("| %d | %s | %s | %s |" % (
+                i + 1, fmt(r["echo_p50_us"], 1), fmt(r["brake_p50_us"], 1),
+                fmt(r["ratio"], 2)))
+        print("| median | %s | %s | %s |" % (
+            fmt(paired["echo_p50_us"], 1), fmt(paired["brake_p50_us"], 1),
+            fmt(paired["ratio"], 2)))
     print()
     print("| ratio | %dx%d | %dx%d | target | met |" % (small + big))
     print("|---|---|---|---|---|")
