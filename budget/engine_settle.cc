@@ -12,10 +12,11 @@ namespace brake {
 namespace {
 
 // The ledger row of settling `lease` (id `id`) at `actual`: who and what
-// from the lease; tokens split, latency and outcome left to the caller.
-LedgerRow LedgerRowOf(const Lease& lease, const std::string& id,
-                      const Totals& actual, int64_t now_us) {
-  LedgerRow row;
+// from the lease; tokens split, latency and outcome left to the caller. Its
+// texts view the lease's and `id` until LedgerRows::push_back copies them.
+LedgerView LedgerRowOf(const Lease& lease, std::string_view id,
+                       const Totals& actual, int64_t now_us) {
+  LedgerView row;
   row.time_ms = now_us / 1000;
   row.user = lease.user();
   row.task = lease.task();
@@ -109,12 +110,12 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
                                     EstimateUsdNano(p, unsplit));
   }
   SettleLease(lease, actual, now_us);
-  LedgerRow& row = ledger_.emplace_back(
-      LedgerRowOf(lease, req.lease, actual, now_us));
+  LedgerView row = LedgerRowOf(lease, req.lease, actual, now_us);
   row.input_tokens = input;
   row.output_tokens = output;
   row.latency_ms = req.latency_ms;
   row.outcome = req.outcome;
+  ledger_.push_back(row);
   Settlement s{actual.tokens, actual.usd_nano, false};
   leases_.Settle(lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
@@ -143,10 +144,10 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
     const std::string id = leases_.IdOf(lease);
     Totals actual{lease.requests, lease.tokens, lease.usd_nano};
     SettleLease(lease, actual, now_us);
-    LedgerRow& row =
-        ledger_.emplace_back(LedgerRowOf(lease, id, actual, now_us));
+    LedgerView row = LedgerRowOf(lease, id, actual, now_us);
     row.outcome = "expired";
     row.expired = true;
+    ledger_.push_back(row);
     leases_.Settle(lease, Settlement{actual.tokens, actual.usd_nano, false},
                    now_us);
     if (expired != nullptr) expired->push_back(id);

@@ -133,9 +133,14 @@ bool Engine::Drain(Batch* batch, const LeaseEncoder& encode) {
     }
   }
   if (leases_.Drain(batch, encode)) any = true;
-  for (LedgerRow& row : ledger_) {
+  if (!ledger_.empty()) {
     any = true;
-    batch->ledger_append.push_back(std::move(row));
+    // The rows' string moves to the batch (the storage thread frees it);
+    // the next rows get room for as many as these.
+    last_ledger_rows_ = ledger_.size();
+    last_ledger_bytes_ = ledger_.text_size();
+    batch->ledger_append.Append(std::move(ledger_));
+    ledger_.reserve(last_ledger_rows_, last_ledger_bytes_);
   }
   dirty_policies_.clear();
   dirty_prices_.clear();
@@ -143,7 +148,6 @@ bool Engine::Drain(Batch* batch, const LeaseEncoder& encode) {
   dirty_limiters_.clear();
   dirty_spend_.clear();
   dirty_kind_resets_.clear();
-  ledger_.clear();
   return any;
 }
 

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/index_iterator.h"
+
 namespace brake {
 
 class LeasePuts {
@@ -52,20 +54,7 @@ class LeasePuts {
   }
   size_t text_size() const { return text_.size(); }
 
-  class Iterator {
-   public:
-    Iterator(const LeasePuts* puts, size_t i) : puts_(puts), i_(i) {}
-    Row operator*() const { return (*puts_)[i_]; }
-    Iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    bool operator!=(const Iterator& o) const { return i_ != o.i_; }
-
-   private:
-    const LeasePuts* puts_;
-    size_t i_;
-  };
+  using Iterator = IndexIterator<LeasePuts>;
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, entries_.size()); }
 

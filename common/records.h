@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/lease_puts.h"
+#include "common/ledger_rows.h"
 
 namespace brake {
 
@@ -59,27 +60,6 @@ struct PriceRow {
   int64_t output_nano_per_mtok = 0;  // nano-usd per million output tokens
 };
 
-// One settlement of a lease: a row of the usage ledger.
-struct LedgerRow {
-  int64_t time_ms = 0;  // wall clock, ms since the epoch
-  std::string user;
-  std::string task;
-  std::string parent;    // "" when none
-  std::string resource;  // "" when none
-  std::string model;     // "" when none
-  int64_t requests = 0;
-  int64_t tokens = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  int64_t usd_nano = 0;
-  int64_t latency_ms = -1;  // -1 when not reported
-  std::string outcome;      // ok | error | timeout | throttled | cancelled
-  bool expired = false;     // settled by lease expiry, at its estimate
-  // The settled lease. With the user and the time, the row's key: a row
-  // sent again (a batch retried after a failed commit) is dropped.
-  std::string lease;
-};
-
 // All the state changes to apply in one transaction. Puts are upserts by
 // key; deletes of missing keys are no-ops. Order inside a Batch: deletes of a
 // kind run before its puts.
@@ -99,7 +79,7 @@ struct Batch {
   std::vector<BreakerRow> breakers_put;
   std::vector<std::string> breakers_deleted;  // scopes
   std::vector<PriceRow> prices_put;
-  std::vector<LedgerRow> ledger_append;
+  LedgerRows ledger_append;
 
   bool empty() const;
   // Appends `other`'s changes after this one's (used to merge batches that

@@ -86,7 +86,7 @@ void Batch::Append(Batch&& other) {
   MoveAppend(&breakers_put, &other.breakers_put);
   MoveAppend(&breakers_deleted, &other.breakers_deleted);
   MoveAppend(&prices_put, &other.prices_put);
-  MoveAppend(&ledger_append, &other.ledger_append);
+  ledger_append.Append(std::move(other.ledger_append));
   other = Batch();
 }
 

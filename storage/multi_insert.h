@@ -43,9 +43,10 @@ class MultiInsert {
   // kRows) is its place in the statement, for text it encodes that must
   // live until the statement runs. `key(row)` is the row's Key, for an
   // error: "storage: <what> (<key>) failed: ...".
-  template <typename Row, typename Bind, typename Key>
-  Status Write(const std::vector<Row>& rows, std::string_view what, Bind bind,
-               Key key) {
+  // `rows`: a vector, or any container with size() and operator[] (a row
+  // it returns by value lives until its statement has run).
+  template <typename Rows, typename Bind, typename Key>
+  Status Write(const Rows& rows, std::string_view what, Bind bind, Key key) {
     size_t next = 0;
     while (rows.size() - next >= kRows) {
       for (size_t r = 0; r < kRows; ++r) {

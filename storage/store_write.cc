@@ -145,7 +145,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
   }
   return ledger_append.Write(
       b.ledger_append, "append ledger row",
-      [](Statement& st, int first, const LedgerRow& row, size_t) {
+      [](Statement& st, int first, const LedgerView& row, size_t) {
         st.BindInt(first, row.time_ms);
         st.BindText(first + 1, row.user);
         st.BindText(first + 2, row.task);
@@ -162,7 +162,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
         st.BindInt(first + 13, row.expired ? 1 : 0);
         st.BindText(first + 14, row.lease);
       },
-      [](const LedgerRow& row) {
+      [](const LedgerView& row) {
         return storage::MultiInsert::Key{row.user, row.task};
       });
 }

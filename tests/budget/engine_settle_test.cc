@@ -193,7 +193,7 @@ TEST_CASE("engine: an expired lease settles at its estimate", "[engine]") {
 
   Batch b = DrainAll(e);
   REQUIRE(b.ledger_append.size() == 1);
-  const LedgerRow& row = b.ledger_append[0];
+  const LedgerView row = b.ledger_append[0];
   CHECK(row.expired);
   CHECK(row.outcome == "expired");
   CHECK(row.time_ms == (kT0 + kTtlUs) / 1000);

@@ -142,7 +142,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK(settled.leases_put.empty());
   CHECK(settled.leases_deleted == std::vector<std::string>{lease});
   REQUIRE(settled.ledger_append.size() == 1);
-  const LedgerRow& row = settled.ledger_append[0];
+  const LedgerView row = settled.ledger_append[0];
   CHECK(row.time_ms == kT0 / 1000 + 5);
   CHECK(row.user == "alice");
   CHECK(row.task == "t1");

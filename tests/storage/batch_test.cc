@@ -32,7 +32,7 @@ TEST_CASE("Batch::empty ignores seq and sees every kind", "[storage]") {
   }
   SECTION("breaker delete") { b.breakers_deleted.push_back("tool:x"); }
   SECTION("price put") { b.prices_put.push_back({"m", 1, 2}); }
-  SECTION("ledger append") { b.ledger_append.push_back({}); }
+  SECTION("ledger append") { b.ledger_append.push_back(LedgerRow{}); }
   CHECK_FALSE(b.empty());
 }
 

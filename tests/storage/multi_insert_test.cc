@@ -29,11 +29,14 @@ LedgerRow Settlement(const std::string& user, int n) {
   return row;
 }
 
-// Settlements [first, last) of `user`.
-std::vector<LedgerRow> Settlements(const std::string& user, int first,
-                                   int last) {
-  std::vector<LedgerRow> rows;
-  for (int n = first; n < last; ++n) rows.push_back(Settlement(user, n));
+// Settlements [first, last) of `user`; number `boom` (if any) is "boom"'s
+// instead, number `skip` (if any) left out.
+LedgerRows Settlements(const std::string& user, int first, int last,
+                       int boom = -1, int skip = -1) {
+  LedgerRows rows;
+  for (int n = first; n < last; ++n) {
+    if (n != skip) rows.push_back(Settlement(n == boom ? "boom" : user, n));
+  }
   return rows;
 }
 
@@ -71,8 +74,8 @@ std::unique_ptr<Store> StoreRefusingBoom(storage::TempDir& dir,
               .ok());
   auto opened = Store::Open(path);
   REQUIRE(opened.ok());
-  b->ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8));
-  b->ledger_append[17] = Settlement("boom", 17);
+  b->ledger_append =
+      Settlements("alice", 0, static_cast<int>(kPer + 8), /*boom=*/17);
   return std::move(*opened);
 }
 
@@ -124,7 +127,8 @@ TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
   REQUIRE(snapshot.ok());
   CHECK(snapshot->spend.empty());
   // The connection stays usable: without the bad row the batch commits.
-  b.ledger_append.erase(b.ledger_append.begin() + 17);
+  b.ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8),
+                                /*boom=*/-1, /*skip=*/17);
   REQUIRE(store.Apply(b).ok());
   CHECK(Totals(store, "alice").first == static_cast<int64_t>(kPer + 7));
 }

@@ -63,8 +63,9 @@ TEST_CASE("A ledger row sent again counts once and other leases of the "
   Store& store = **opened;
   Batch b;
   for (const char* lease : {"p-1", "p-2"}) {
-    b.ledger_append.push_back(Row(kDay0, "alice", "t1", "big", 10, 100));
-    b.ledger_append.back().lease = lease;
+    LedgerRow row = Row(kDay0, "alice", "t1", "big", 10, 100);
+    row.lease = lease;
+    b.ledger_append.push_back(row);
   }
   REQUIRE(store.Apply(b).ok());
   REQUIRE(store.Apply(b).ok());  // a retried batch: the same rows again
