@@ -300,8 +300,8 @@ bool LeaseBook::Drain(Batch* batch, const LeaseEncoder& encode) {
   for (const std::string& other : dirty_other_) {
     if (auto it = other_.find(other); it != other_.end()) drain(it->second, other);
   }
-  for (std::string& gone : gone_) {
-    batch->leases_deleted.push_back(std::move(gone));
+  for (const std::string& gone : gone_) {
+    batch->leases_deleted.push_back(gone);
     any = true;
   }
   last_rows_ = puts.size() - rows_before;

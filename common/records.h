@@ -12,6 +12,7 @@
 
 #include "common/lease_puts.h"
 #include "common/ledger_rows.h"
+#include "common/text_list.h"
 
 namespace brake {
 
@@ -75,7 +76,7 @@ struct Batch {
   std::vector<SpendRow> spend_put;
   std::vector<std::string> spend_deleted;  // scopes; "KIND:*" as above
   LeasePuts leases_put;
-  std::vector<std::string> leases_deleted;  // lease ids
+  TextList leases_deleted;  // lease ids
   std::vector<BreakerRow> breakers_put;
   std::vector<std::string> breakers_deleted;  // scopes
   std::vector<PriceRow> prices_put;

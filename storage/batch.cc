@@ -82,7 +82,7 @@ void Batch::Append(Batch&& other) {
   MoveAppend(&spend_put, &other.spend_put);
   MoveAppend(&spend_deleted, &other.spend_deleted);
   leases_put.Append(std::move(other.leases_put));
-  MoveAppend(&leases_deleted, &other.leases_deleted);
+  leases_deleted.Append(std::move(other.leases_deleted));
   MoveAppend(&breakers_put, &other.breakers_put);
   MoveAppend(&breakers_deleted, &other.breakers_deleted);
   MoveAppend(&prices_put, &other.prices_put);

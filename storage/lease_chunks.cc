@@ -165,7 +165,7 @@ void LeaseChunks::Settle(std::string_view id) {
   SetPos(id, p, std::nullopt);
 }
 
-Status LeaseChunks::Write(const std::vector<std::string>& deleted,
+Status LeaseChunks::Write(const TextList& deleted,
                           const LeasePuts& put) {
   Commit();  // nothing of an earlier write is pending any more
   if (deleted.empty() && put.empty()) return Status::Ok();
@@ -185,7 +185,7 @@ Status LeaseChunks::Write(const std::vector<std::string>& deleted,
     if (Status s = Rebuild(nullptr); !s.ok()) return s;
   }
   undo_next_id_ = next_id_;
-  for (const std::string& id : deleted) Settle(id);
+  for (const std::string_view id : deleted) Settle(id);
   const int64_t fresh = next_id_;
   if (!put.empty()) {
     text_.clear();

@@ -47,7 +47,7 @@ class LeaseChunks {
   // are no-ops), then stores `put` in a new chunk. Undone by Abandon.
   // `deleted` and `put` must outlive the Commit or Abandon that ends the
   // write: what it keeps for the undo views their ids.
-  Status Write(const std::vector<std::string>& deleted,
+  Status Write(const TextList& deleted,
                const LeasePuts& put);
   // The transaction committed: the write's changes stay.
   void Commit();

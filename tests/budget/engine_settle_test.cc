@@ -163,7 +163,7 @@ TEST_CASE("engine: cancel releases everything", "[engine]") {
   CHECK(e.open_leases() == 0);
   Batch b = DrainAll(e);
   CHECK(b.ledger_append.empty());
-  CHECK(b.leases_deleted == std::vector<std::string>{lease});
+  CHECK(b.leases_deleted == TextList{lease});
   CHECK(b.spend_put.empty());
   Grant(e, Req("alice", "t1", 1000), kT0 + 10);
 }
@@ -205,7 +205,7 @@ TEST_CASE("engine: an expired lease settles at its estimate", "[engine]") {
   CHECK(row.tokens == 500);
   CHECK(row.usd_nano == 1'000'000);
   CHECK(row.latency_ms == -1);
-  CHECK(b.leases_deleted == std::vector<std::string>{lease});
+  CHECK(b.leases_deleted == TextList{lease});
 
   // A commit that comes too late answers the expiry's settlement.
   Settlement late = Commit(e, lease, 10, kT0 + kTtlUs + 1);

@@ -140,7 +140,7 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   CHECK(spend_scopes == std::vector<std::string>{"global", "resource:db",
                                                  "task:t1", "user:alice"});
   CHECK(settled.leases_put.empty());
-  CHECK(settled.leases_deleted == std::vector<std::string>{lease});
+  CHECK(settled.leases_deleted == TextList{lease});
   REQUIRE(settled.ledger_append.size() == 1);
   const LedgerView row = settled.ledger_append[0];
   CHECK(row.time_ms == kT0 / 1000 + 5);

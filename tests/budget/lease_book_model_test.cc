@@ -145,7 +145,8 @@ TEST_CASE("lease book: a random run matches the model", "[lease_book]") {
         REQUIRE(row.fresh == (stored.count(id) == 0));
         stored.insert(id);
       }
-      for (const std::string& id : batch.leases_deleted) {
+      for (const std::string_view view : batch.leases_deleted) {
+        const std::string id(view);
         INFO(id);
         REQUIRE(model.leases.at(id).settled);
         REQUIRE(stored.erase(id) == 1);  // deleted once, and only if put

@@ -28,7 +28,7 @@ Drained DrainOf(LeaseBook& book) {
   for (const LeasePuts::Row row : batch.leases_put) {
     d.put.push_back(std::string(row.id) + "@" + std::string(row.json));
   }
-  d.deleted = batch.leases_deleted;
+  for (std::string_view id : batch.leases_deleted) d.deleted.emplace_back(id);
   return d;
 }
 

@@ -89,7 +89,7 @@ TEST_CASE("Batch::Append keeps a later delete effective over earlier puts",
   CHECK(a.limiter_scopes_deleted == std::vector<std::string>{"user:a"});
   CHECK(a.spend_put.empty());
   CHECK(a.leases_put.empty());
-  CHECK(a.leases_deleted == std::vector<std::string>{"L1"});
+  CHECK(a.leases_deleted == TextList{"L1"});
   CHECK(a.breakers_put.empty());
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("Batch::Append keeps each lease row's id and text across batches",
   CHECK(rows == std::vector<std::string>{"L1=[1] fresh", "L333=[333,3,3] fresh",
                                          "L4=[4444]", "L22=[22,again] fresh"});
   CHECK(b.leases_put.empty());
-  CHECK(a.leases_deleted == std::vector<std::string>{"L22"});
+  CHECK(a.leases_deleted == TextList{"L22"});
 }
 
 }  // namespace

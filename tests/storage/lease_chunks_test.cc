@@ -33,10 +33,10 @@ Rows Leases(Store& store) {
 }
 
 Status Put(Store& store, const std::vector<LeaseRow>& put,
-           std::vector<std::string> deleted = {}) {
+           const std::vector<std::string>& deleted = {}) {
   Batch b;
   for (const LeaseRow& row : put) b.leases_put.Add(row.id, row.json);
-  b.leases_deleted = std::move(deleted);
+  for (const std::string& id : deleted) b.leases_deleted.push_back(id);
   return store.Apply(b);
 }
 

@@ -1,0 +1,65 @@
+// TextList: a list of short texts (a batch's settled lease ids) back to
+// back in one string.
+//
+// A batch is filled on the loop thread and freed on the storage thread; a
+// vector of strings cost an allocation per lease id there (a run's prefix
+// and number is longer than a short string holds), freed on the other
+// thread. Texts read back as string_views, valid until the next change.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/index_iterator.h"
+
+namespace brake {
+
+class TextList {
+ public:
+  TextList() = default;
+  TextList(std::initializer_list<std::string_view> texts) {
+    for (std::string_view t : texts) push_back(t);
+  }
+
+  // Copies `text` (which must not view this list's).
+  void push_back(std::string_view text) {
+    text_.append(text);
+    ends_.push_back(text_.size());
+  }
+  size_t size() const { return ends_.size(); }
+  bool empty() const { return ends_.empty(); }
+  std::string_view operator[](size_t i) const {
+    const size_t from = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(text_).substr(from, ends_[i] - from);
+  }
+
+  using Iterator = IndexIterator<TextList>;
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, ends_.size()); }
+
+  // Appends `other`'s texts after these; `other` is left empty.
+  void Append(TextList&& other) {
+    if (ends_.empty()) {
+      *this = std::move(other);
+    } else {
+      const size_t shift = text_.size();
+      text_.append(other.text_);
+      for (size_t end : other.ends_) ends_.push_back(end + shift);
+    }
+    other = TextList();
+  }
+
+  friend bool operator==(const TextList& a, const TextList& b) {
+    return a.text_ == b.text_ && a.ends_ == b.ends_;
+  }
+
+ private:
+  std::string text_;
+  std::vector<size_t> ends_;
+};
+
+}  // namespace brake
