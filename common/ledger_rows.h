@@ -1,8 +1,8 @@
 // LedgerRows: the ledger rows a storage batch appends, their texts back to
-// back in one string.
+// back in one string (a TextList).
 //
-// Rows are made on the loop thread (each commit, cancel-free settlement and
-// expiry) and freed on the storage thread. As a vector of LedgerRow, seven
+// Rows are made on the loop thread (each commit and each lease expiry) and
+// freed on the storage thread. As a vector of LedgerRow, seven
 // strings a row, a settlement cost an allocation for its lease id (a run's
 // prefix and number is longer than a short string holds) and one for each
 // name past 15 bytes (a task named by a UUID), each freed on the other
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/index_iterator.h"
+#include "common/text_list.h"
 
 namespace brake {
 
@@ -82,93 +83,72 @@ class LedgerRows {
 
   // Copies the row's texts (which must not view this container's).
   void push_back(const LedgerView& row) {
-    Entry e;
-    e.begin = text_.size();
-    const std::string_view texts[kTexts] = {row.user,     row.task,
-                                            row.parent,   row.resource,
-                                            row.model,    row.outcome,
-                                            row.lease};
-    for (size_t i = 0; i < kTexts; ++i) {
-      text_.append(texts[i]);
-      e.end[i] = static_cast<uint32_t>(text_.size() - e.begin);
+    for (std::string_view t : {row.user, row.task, row.parent, row.resource,
+                               row.model, row.outcome, row.lease}) {
+      texts_.push_back(t);
     }
-    e.time_ms = row.time_ms;
-    e.numbers = {row.requests,      row.tokens,   row.input_tokens,
-                 row.output_tokens, row.usd_nano, row.latency_ms};
-    e.expired = row.expired;
-    entries_.push_back(e);
+    rows_.push_back(Numbers{row.time_ms,
+                            {row.requests, row.tokens, row.input_tokens,
+                             row.output_tokens, row.usd_nano, row.latency_ms},
+                            row.expired});
   }
   void push_back(const LedgerRow& row) { push_back(ViewOf(row)); }
-  // Drops the last row (and its text).
+  // Drops the last row (and its texts).
   void pop_back() {
-    text_.resize(entries_.back().begin);
-    entries_.pop_back();
+    texts_.Truncate(texts_.size() - kTexts);
+    rows_.pop_back();
   }
 
-  size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
+  size_t size() const { return rows_.size(); }
+  bool empty() const { return rows_.empty(); }
   // Const, so that assigning to a field of one (which would change a copy,
   // not the row) does not compile.
-  const LedgerView operator[](size_t i) const { return ViewAt(entries_[i]); }
-  const LedgerView back() const { return ViewAt(entries_.back()); }
+  const LedgerView operator[](size_t i) const {
+    const Numbers& n = rows_[i];
+    auto text = [&](size_t k) { return texts_[i * kTexts + k]; };
+    return LedgerView{n.time_ms,   text(0),     text(1),     text(2),
+                      text(3),     text(4),     n.values[0], n.values[1],
+                      n.values[2], n.values[3], n.values[4], n.values[5],
+                      text(5),     n.expired,   text(6)};
+  }
+  const LedgerView back() const { return (*this)[rows_.size() - 1]; }
 
   // Room for `rows` more rows of `text_bytes` in all.
   void reserve(size_t rows, size_t text_bytes) {
-    entries_.reserve(entries_.size() + rows);
-    text_.reserve(text_.size() + text_bytes);
+    rows_.reserve(rows_.size() + rows);
+    texts_.reserve(rows * kTexts, text_bytes);
   }
-  size_t text_size() const { return text_.size(); }
+  size_t text_size() const { return texts_.text_size(); }
   // Forgets the rows, keeping the room they took.
   void clear() {
-    entries_.clear();
-    text_.clear();
+    rows_.clear();
+    texts_.Truncate(0);
   }
 
   using Iterator = IndexIterator<LedgerRows>;
   Iterator begin() const { return Iterator(this, 0); }
-  Iterator end() const { return Iterator(this, entries_.size()); }
+  Iterator end() const { return Iterator(this, rows_.size()); }
 
   // Appends `other`'s rows after these; `other` is left empty.
   void Append(LedgerRows&& other) {
-    if (entries_.empty()) {
-      *this = std::move(other);
-    } else {
-      const size_t shift = text_.size();
-      text_.append(other.text_);
-      for (Entry e : other.entries_) {
-        e.begin += shift;
-        entries_.push_back(e);
-      }
-    }
+    texts_.Append(std::move(other.texts_));
+    rows_.insert(rows_.end(), other.rows_.begin(), other.rows_.end());
     other = LedgerRows();
   }
 
  private:
-  // The texts in order: user, task, parent, resource, model, outcome, lease.
+  // A row's texts, kTexts of them in texts_ from row * kTexts: user, task,
+  // parent, resource, model, outcome, lease.
   static constexpr size_t kTexts = 7;
-  struct Entry {
-    size_t begin = 0;          // the row's first text in text_
-    uint32_t end[kTexts] = {};  // each text's end, from `begin`
+  struct Numbers {
     int64_t time_ms = 0;
     // requests, tokens, input_tokens, output_tokens, usd_nano, latency_ms
-    std::array<int64_t, 6> numbers = {};
+    std::array<int64_t, 6> values = {};
     bool expired = false;
   };
-  LedgerView ViewAt(const Entry& e) const {
-    const std::string_view t = std::string_view(text_).substr(e.begin);
-    auto text = [&](size_t i) {
-      const uint32_t from = i == 0 ? 0 : e.end[i - 1];
-      return t.substr(from, e.end[i] - from);
-    };
-    return LedgerView{e.time_ms,      text(0),       text(1),
-                      text(2),        text(3),       text(4),
-                      e.numbers[0],   e.numbers[1],  e.numbers[2],
-                      e.numbers[3],   e.numbers[4],  e.numbers[5],
-                      text(5),        e.expired,     text(6)};
-  }
 
-  std::string text_;
-  std::vector<Entry> entries_;
+  TextList texts_;
+  std::vector<Numbers> rows_;
 };
 
 }  // namespace brake

@@ -30,6 +30,17 @@ class TextList {
     text_.append(text);
     ends_.push_back(text_.size());
   }
+  // Keeps the first `n` texts (the room the rest took stays).
+  void Truncate(size_t n) {
+    ends_.resize(n);
+    text_.resize(n == 0 ? 0 : ends_[n - 1]);
+  }
+  // Room for `texts` more texts of `bytes` in all.
+  void reserve(size_t texts, size_t bytes) {
+    ends_.reserve(ends_.size() + texts);
+    text_.reserve(text_.size() + bytes);
+  }
+  size_t text_size() const { return text_.size(); }
   size_t size() const { return ends_.size(); }
   bool empty() const { return ends_.empty(); }
   std::string_view operator[](size_t i) const {
