@@ -434,9 +434,6 @@ class Engine {
   std::vector<Resident> dirty_spend_;
   std::vector<std::string> dirty_kind_resets_;  // "user:*": stored rows go
   LedgerRows ledger_;
-  // The last drain's ledger rows and their text: room kept for the next.
-  size_t last_ledger_rows_ = 0;
-  size_t last_ledger_bytes_ = 0;
 };
 
 }  // namespace brake

@@ -137,10 +137,10 @@ bool Engine::Drain(Batch* batch, const LeaseEncoder& encode) {
     any = true;
     // The rows' string moves to the batch (the storage thread frees it);
     // the next rows get room for as many as these.
-    last_ledger_rows_ = ledger_.size();
-    last_ledger_bytes_ = ledger_.text_size();
+    const size_t rows = ledger_.size();
+    const size_t bytes = ledger_.text_size();
     batch->ledger_append.Append(std::move(ledger_));
-    ledger_.reserve(last_ledger_rows_, last_ledger_bytes_);
+    ledger_.reserve(rows, bytes);
   }
   dirty_policies_.clear();
   dirty_prices_.clear();

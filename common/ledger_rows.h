@@ -119,11 +119,6 @@ class LedgerRows {
     texts_.reserve(rows * kTexts, text_bytes);
   }
   size_t text_size() const { return texts_.text_size(); }
-  // Forgets the rows, keeping the room they took.
-  void clear() {
-    rows_.clear();
-    texts_.Truncate(0);
-  }
 
   using Iterator = IndexIterator<LedgerRows>;
   Iterator begin() const { return Iterator(this, 0); }
@@ -132,7 +127,11 @@ class LedgerRows {
   // Appends `other`'s rows after these; `other` is left empty.
   void Append(LedgerRows&& other) {
     texts_.Append(std::move(other.texts_));
-    rows_.insert(rows_.end(), other.rows_.begin(), other.rows_.end());
+    if (rows_.empty()) {
+      rows_ = std::move(other.rows_);
+    } else {
+      rows_.insert(rows_.end(), other.rows_.begin(), other.rows_.end());
+    }
     other = LedgerRows();
   }
 
