@@ -10,10 +10,11 @@
 # flight for SECONDS (default 3; 0.5 s warm-up), with ARGS passed on to
 # brake-bench (e.g. --spread --tasks 100000: a different task each
 # acquire), and prints acquires/s, commits/s, the acquire p50 and, per
-# braked thread (the loop, the storage thread), its user and system CPU per
-# acquire + commit over the run (/proc/PID/task/TID/stat). With COMMIT=0 in
-# the environment it runs acquires alone, as bench/compare does (their
-# leases stay open), and the CPU is per acquire.
+# braked thread (the loop, the storage thread), its user and system CPU and
+# its minor page faults per acquire + commit over the run
+# (/proc/PID/task/TID/stat). With COMMIT=0 in the environment it runs
+# acquires alone, as bench/compare does (their leases stay open), and the
+# figures are per acquire.
 # docs/performance/12-twelfth-pass.md has figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
@@ -25,7 +26,7 @@ FreshBraked "$B"
   > /dev/null
 threads() {
   for t in /proc/$P/task/*; do
-    echo "$(basename "$t") $(cut -d' ' -f14,15 "$t/stat")"
+    echo "$(basename "$t") $(cut -d' ' -f10,14,15 "$t/stat")"
   done
 }
 SETTLE=(--commit --tokens 10)
@@ -52,10 +53,11 @@ print("acquires/s %.0f  commits/s %.0f  acquire p50 %.1f us  errors %d"
 unit = "acquire + commit" if run.get("commits") else "acquire"
 before = {l.split()[0]: l.split() for l in open(d + "/before")}
 for n, line in enumerate(open(d + "/after")):
-    tid, user, system = line.split()
+    tid, faults, user, system = line.split()
     if tid in before:
-        u = (int(user) - int(before[tid][1])) * tick_us / acquires
-        s = (int(system) - int(before[tid][2])) * tick_us / acquires
-        print("  thread %s%s: user %.2f us, system %.2f us per %s"
-              % (tid, " (loop)" if n == 0 else "", u, s, unit))
+        f = (int(faults) - int(before[tid][1])) / acquires
+        u = (int(user) - int(before[tid][2])) * tick_us / acquires
+        s = (int(system) - int(before[tid][3])) * tick_us / acquires
+        print("  thread %s%s: user %.2f us, system %.2f us, %.4f page faults"
+              " per %s" % (tid, " (loop)" if n == 0 else "", u, s, f, unit))
 PY

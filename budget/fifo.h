@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/huge_page_allocator.h"
+
 namespace brake {
 
 template <class T>
@@ -60,15 +62,18 @@ class Fifo {
 
  private:
   void Grow() {
-    std::vector<T> bigger(items_.empty() ? 16 : 2 * items_.size());
+    Items bigger(items_.empty() ? 16 : 2 * items_.size());
     for (size_t i = 0; i < size_; ++i) bigger[i] = std::move((*this)[i]);
     items_ = std::move(bigger);
     head_ = 0;
     mask_ = items_.size() - 1;
   }
 
-  std::vector<T> items_;  // a power of two long, or empty
-  size_t head_ = 0;       // index of the front in items_
+  // On huge pages once it is large (the lease book's ring at hundreds of
+  // thousands of open leases).
+  using Items = std::vector<T, HugePageAllocator<T>>;
+  Items items_;  // a power of two long, or empty
+  size_t head_ = 0;  // index of the front in items_
   size_t size_ = 0;
   size_t mask_ = 0;
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "budget/limit_spec.h"
+#include "common/line_pool.h"
 #include "common/small_vector.h"
 
 namespace brake {
@@ -31,8 +32,11 @@ struct LeaseCharge {
   Resource resource = Resource::kRequests;
 };
 
-// Move-only: a lease's scopes may point into its own `names`.
-struct Lease {
+// Move-only: a lease's scopes may point into its own `names`. Made from
+// LinePool (the book makes each with new): hundreds of thousands open at
+// once under a heavy load, and there on huge pages, where from malloc each
+// 4 KiB of them first cost a page fault (~10 us on the development VM).
+struct Lease : LinePooled {
   Lease() = default;
   Lease(Lease&&) = default;
   Lease& operator=(Lease&&) = default;
