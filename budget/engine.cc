@@ -116,7 +116,7 @@ void Engine::SetPrice(const std::string& model, Price price) {
   ++mutations_;
 }
 
-const Price* Engine::GetPrice(const std::string& model) const {
+const Price* Engine::GetPrice(std::string_view model) const {
   auto it = prices_.find(model);
   return it == prices_.end() ? nullptr : &it->second;
 }

@@ -55,7 +55,7 @@ class Engine {
   const std::map<std::string, Policy>& policies() const { return policies_; }
 
   void SetPrice(const std::string& model, Price price);
-  const Price* GetPrice(const std::string& model) const;
+  const Price* GetPrice(std::string_view model) const;
   // The limit `name` that applies to the concrete `scope` (its own policy or
   // its kind's default); nullptr when none.
   const LimitSpec* FindLimit(const std::string& scope,
@@ -409,7 +409,16 @@ class Engine {
   const Policy* default_user_ = nullptr;  // policies_["user:*"], stable
   const Policy* default_task_ = nullptr;
   const Policy* default_resource_ = nullptr;
-  std::unordered_map<std::string, Price> prices_;
+  // Found by a view too: a commit names its lease's model, a view into
+  // the lease, and a model name past 15 bytes (most) made a string, a heap
+  // block, to look it up.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, Price, TextHash, std::equal_to<>> prices_;
   LeaseBook leases_;  // open, and settled ones for duplicate answers
 
   ScopeTable<Subject> subjects_;

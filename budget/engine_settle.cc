@@ -102,7 +102,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   if (!lease.model().empty()) {
     // A split is priced exactly; tokens beyond the split (or all of them,
     // without one) at the dearer rate, as the reservation was.
-    const Price* price = GetPrice(std::string(lease.model()));
+    const Price* price = GetPrice(lease.model());
     Price p = price ? *price : Price{};
     int64_t split_total = SaturatingAdd(input, output);
     int64_t unsplit = std::max<int64_t>(0, actual.tokens - split_total);

@@ -101,6 +101,18 @@ TEST_CASE("engine: prices, estimates and cost caps", "[engine]") {
     std::string l2 = Grant(e, Req("alice", "t1", 1000), kT0);
     CHECK(Commit(e, l2, 1000, kT0).charged_usd_nano == 0);
   }
+  SECTION("a model named past a short string is priced at commit too") {
+    // Looked up by a view into the lease: the name is longer than a
+    // short string holds, and another model's price must not be taken.
+    const std::string model = "claude-3-5-sonnet-20241022";
+    e.SetPrice(model, Price{2 * kNanoUsdPerUsd, 8 * kNanoUsdPerUsd});
+    e.SetPrice(model + "-x", price);
+    std::string l2 = Grant(e, WithModel(Req("bob", "t2", 100), model), kT0);
+    CHECK(e.Report("user:bob", kT0).reserved.usd_nano == 800'000);
+    Settlement s = Commit(e, l2, std::nullopt, kT0, 100, 50);
+    CHECK(s.charged_usd_nano == 200'000 + 400'000);
+    CHECK(e.Report("user:bob", kT0).spend.usd_nano == 600'000);
+  }
 }
 
 TEST_CASE("engine: duplicate and unknown settlements", "[engine]") {
