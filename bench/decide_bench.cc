@@ -19,7 +19,8 @@
 // Memory per idle subject: in a forked child (a fresh heap), RSS
 // (/proc/self/status VmRSS) before and after creating N subjects (acquire +
 // commit, drained, settled leases forgotten), divided by N; once with only a
-// `task:*` bucket, once with all three.
+// `task:*` bucket, once with all three. Memory per open lease: the same for
+// N grants of one task left open.
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
 #include <malloc.h>
@@ -58,7 +59,8 @@ constexpr const char* kUsage = R"(usage: brake-decide-bench [flags]
   --iterations N      decisions per case and subject count (default 1000000)
   --subjects LIST     distinct subjects, comma-separated (default 1,1000,1000000)
   --cases LIST        grant,deny,dry or a subset (default all three)
-  --memory-subjects N subjects for the memory figure; 0 skips it
+  --memory-subjects N subjects (and open leases) for the memory figures;
+                      0 skips them
                       (default 1000000)
   --prefetch WHEN     off, on or both: whether each decision is preceded by
                       Engine::Prefetch of the request kPrefetchAhead places
@@ -307,6 +309,50 @@ double IdleBytesPerSubject(int64_t subjects, bool hierarchy) {
   return per;
 }
 
+// Bytes of RSS per open lease: one task granted `leases` times, never
+// settled, drained as the flush timer would (the batches freed), measured
+// in a forked child as above. The engine's share only: the daemon also
+// keeps each lease's stored row (SQLite's cache) and the drain's copies.
+double OpenLeaseBytes(int64_t leases) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::unique_ptr<Bench> b = MakeBench(1, /*hierarchy=*/true,
+                                         /*stingy_tasks=*/false,
+                                         /*commit=*/true);
+    b->engine.set_max_open_leases(leases);
+    AcquireRequest req;
+    SetSubject(&req, 0);
+    malloc_trim(0);
+    const int64_t before = RssKb();
+    for (int64_t i = 0; i < leases; ++i) {
+      if (!b->engine.Acquire(req, ++b->now_us, &b->outcome).ok() ||
+          !b->outcome.granted) {
+        _exit(1);
+      }
+      if (i % kBatch == kBatch - 1) {
+        b->batch = Batch{};
+        (void)b->engine.Drain(&b->batch, [](const Lease&, std::string*) {});
+      }
+    }
+    b->batch = Batch{};
+    malloc_trim(0);
+    const int64_t after = RssKb();
+    double per = static_cast<double>(after - before) * 1024.0 /
+                 static_cast<double>(leases);
+    ssize_t w = write(fds[1], &per, sizeof per);
+    _exit(w == sizeof per ? 0 : 1);
+  }
+  close(fds[1]);
+  double per = -1;
+  if (pid < 0 || read(fds[0], &per, sizeof per) != sizeof per) per = -1;
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return per;
+}
+
 bool ParseList(std::string_view s, std::vector<std::string>* out) {
   out->clear();
   while (!s.empty()) {
@@ -424,7 +470,10 @@ int Main(int argc, char** argv) {
                 IdleBytesPerSubject(memory_subjects, false));
     std::printf("  global + user:* + task:*:      %8.0f bytes\n",
                 IdleBytesPerSubject(memory_subjects, true));
-    std::printf("\n");
+    std::printf("memory per open lease (%lld leases of one task, drained, "
+                "not settled): %.0f bytes\n\n",
+                static_cast<long long>(memory_subjects),
+                OpenLeaseBytes(memory_subjects));
   }
   std::printf(
       "brake-decide-bench: %lld decisions per row; policies global + user:* "

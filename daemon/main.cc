@@ -30,21 +30,21 @@ constexpr const char* kUsage =
 
 // Memory a storage batch held, freed on the storage thread, is reused by
 // the next batch instead of going back to the system: glibc returns the
-// free top of its heap past a threshold that follows the largest block
-// freed, and a batch of a few hundred thousand leases is one, so each
-// drain under a heavy load touched fresh pages again, a fault per 4 KiB
-// (~10 us each on the development VM; docs/performance/17-seventeenth-pass.md).
-// The limits are fixed instead: blocks under 32 MiB come from the heap,
-// and up to 64 MiB of free heap is kept. An operator's own setting
-// (GLIBC_TUNABLES) wins.
+// free top of its heap past a threshold that follows the largest block it
+// served with mmap, so under a steady load each drain touched fresh pages
+// again, a fault per 4 KiB (~10 us each on the development VM;
+// docs/performance/17-seventeenth-pass.md). The limits are fixed instead:
+// blocks under 1 MiB (a batch of a few thousand rows) come from the heap,
+// larger ones from mmap (a burst's batch, returned whole), and up to 8 MiB
+// of free heap is kept. An operator's own setting (GLIBC_TUNABLES) wins.
 void KeepFreedMemory() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string set = tunables != nullptr ? tunables : "";
   if (set.find("mmap_threshold") == std::string::npos) {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
   }
   if (set.find("trim_threshold") == std::string::npos) {
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
   }
 }
 
