@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -281,44 +282,46 @@ int64_t RssKb() {
   return -1;
 }
 
-// Bytes of RSS per idle subject, measured in a forked child so that the
-// parent's heap (and earlier runs' freed memory) cannot hide growth.
-double IdleBytesPerSubject(int64_t subjects, bool hierarchy) {
+// Runs `measure` in a forked child, a fresh heap (the parent's freed memory
+// cannot hide growth), and returns what it returned; -1 when it failed.
+double InChild(const std::function<double()>& measure) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
+    const double got = measure();
+    ssize_t w = write(fds[1], &got, sizeof got);
+    _exit(w == sizeof got ? 0 : 1);
+  }
+  close(fds[1]);
+  double got = -1;
+  if (pid < 0 || read(fds[0], &got, sizeof got) != sizeof got) got = -1;
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return got;
+}
+
+// Bytes of RSS per idle subject.
+double IdleBytesPerSubject(int64_t subjects, bool hierarchy) {
+  return InChild([&] {
     malloc_trim(0);
     const int64_t before = RssKb();
     std::unique_ptr<Bench> b =
         MakeBench(subjects, hierarchy, /*stingy_tasks=*/false, /*commit=*/true,
                   kShortLeaseTtlUs);
     malloc_trim(0);  // hand back what was freed on the way (settled leases)
-    const int64_t after = RssKb();
-    double per = static_cast<double>(after - before) * 1024.0 /
-                 static_cast<double>(subjects);
-    ssize_t w = write(fds[1], &per, sizeof per);
-    _exit(w == sizeof per ? 0 : 1);
-  }
-  close(fds[1]);
-  double per = -1;
-  if (pid < 0 || read(fds[0], &per, sizeof per) != sizeof per) per = -1;
-  close(fds[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return per;
+    return static_cast<double>(RssKb() - before) * 1024.0 /
+           static_cast<double>(subjects);
+  });
 }
 
 // Bytes of RSS per open lease: one task granted `leases` times, never
-// settled, drained as the flush timer would (the batches freed), measured
-// in a forked child as above. The engine's share only: the daemon also
-// keeps each lease's stored row (SQLite's cache) and the drain's copies.
+// settled, drained as the flush timer would (the batches freed). The
+// engine's share only: the daemon also keeps each lease's stored row
+// (SQLite's cache) and the drain's copies until they are stored.
 double OpenLeaseBytes(int64_t leases) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
+  return InChild([&]() -> double {
     std::unique_ptr<Bench> b = MakeBench(1, /*hierarchy=*/true,
                                          /*stingy_tasks=*/false,
                                          /*commit=*/true);
@@ -330,7 +333,7 @@ double OpenLeaseBytes(int64_t leases) {
     for (int64_t i = 0; i < leases; ++i) {
       if (!b->engine.Acquire(req, ++b->now_us, &b->outcome).ok() ||
           !b->outcome.granted) {
-        _exit(1);
+        return -1;
       }
       if (i % kBatch == kBatch - 1) {
         b->batch = Batch{};
@@ -339,18 +342,9 @@ double OpenLeaseBytes(int64_t leases) {
     }
     b->batch = Batch{};
     malloc_trim(0);
-    const int64_t after = RssKb();
-    double per = static_cast<double>(after - before) * 1024.0 /
-                 static_cast<double>(leases);
-    ssize_t w = write(fds[1], &per, sizeof per);
-    _exit(w == sizeof per ? 0 : 1);
-  }
-  close(fds[1]);
-  double per = -1;
-  if (pid < 0 || read(fds[0], &per, sizeof per) != sizeof per) per = -1;
-  close(fds[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return per;
+    return static_cast<double>(RssKb() - before) * 1024.0 /
+           static_cast<double>(leases);
+  });
 }
 
 bool ParseList(std::string_view s, std::vector<std::string>* out) {

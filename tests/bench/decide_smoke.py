@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Runs brake-decide-bench briefly in every order, case and prefetch
 setting, and checks its rows: one per combination, every grant and dry run
-granted, every denial denied. It asserts no speed (docs/PERFORMANCE.md has
-the figures; they need a quiet machine)."""
+granted, every denial denied; then its memory figures, each printed and
+measured (a forked child that failed prints -1). It asserts no speed or
+size (docs/PERFORMANCE.md has the figures; they need a quiet machine)."""
 import itertools
+import re
 import subprocess
 import sys
 
@@ -32,6 +34,24 @@ def main():
             sys.exit(f"{subjects}/{case}/{pf}/{order}: {granted} granted, "
                      f"not {expected}\n{out}")
     print(f"{len(rows)} rows as expected")
+    memory(bench)
+
+
+def memory(bench):
+    out = subprocess.run(
+        [bench, "--memory-subjects", "5000", "--iterations", "10",
+         "--subjects", "1", "--cases", "dry"],
+        check=True, capture_output=True, text=True).stdout
+    figures = {}
+    for label in ("task:* bucket only:", "global + user:* + task:*:",
+                  "memory per open lease"):
+        m = re.search(re.escape(label) + r".*?(-?\d+) bytes", out)
+        if m is None:
+            sys.exit(f"no figure for {label!r}\n{out}")
+        figures[label] = int(m.group(1))
+    if min(figures.values()) < 0:
+        sys.exit(f"a memory figure failed: {figures}\n{out}")
+    print(f"memory figures {figures}")
 
 
 if __name__ == "__main__":
