@@ -21,9 +21,7 @@ B=$1; C=$2; DEPTH=$3; S=${4:-3}
 shift $(($# < 4 ? $# : 4))
 . "$(dirname "$0")/fresh_braked.sh"
 FreshBraked "$B"
-"$B/ctl/brakectl" --socket "$D/s.sock" policy set 'task:*' \
-  '{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
-  > /dev/null
+GenerousBucket "$B"
 threads() {
   for t in /proc/$P/task/*; do
     echo "$(basename "$t") $(cut -d' ' -f10,14,15 "$t/stat")"

@@ -1,8 +1,9 @@
-# Sourced by bench scripts (spread.sh, commit_load.sh): FreshBraked BUILD
-# starts braked from BUILD (batched durability, max_open_leases 1e9) on a
-# socket and database in a new temporary directory, removed on exit, and
-# waits until it answers. Sets D (the directory; its socket is $D/s.sock)
-# and P (braked's pid).
+# Sourced by bench scripts (spread.sh, commit_load.sh, lease_rss.sh):
+# FreshBraked BUILD starts braked from BUILD (batched durability,
+# max_open_leases 1e9) on a socket and database in a new temporary
+# directory, removed on exit, and waits until it answers. Sets D (the
+# directory; its socket is $D/s.sock) and P (braked's pid). GenerousBucket
+# BUILD then sets compare's task:* token bucket, which never denies.
 FreshBraked() {
   D=$(mktemp -d /tmp/braked.XXXX)
   trap 'rm -rf "$D"' EXIT
@@ -14,4 +15,10 @@ FreshBraked() {
     "$1/ctl/brakectl" --socket "$D/s.sock" ping > /dev/null 2>&1 && return
     sleep 0.05
   done
+}
+
+GenerousBucket() {
+  "$1/ctl/brakectl" --socket "$D/s.sock" policy set 'task:*' \
+    '{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
+    > /dev/null
 }

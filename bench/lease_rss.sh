@@ -14,10 +14,7 @@ set -eu
 B=$1; DEPTH=${2:-20000}
 . "$(dirname "$0")/fresh_braked.sh"
 FreshBraked "$B"
-CTL=("$B/ctl/brakectl" --socket "$D/s.sock")
-"${CTL[@]}" policy set 'task:*' \
-  '{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
-  > /dev/null
+GenerousBucket "$B"
 rss() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$P/status"; }
 BEFORE=$(rss)
 "$B/bench/brake-bench" --socket "$D/s.sock" --connections 16 \
@@ -25,7 +22,7 @@ BEFORE=$(rss)
   --json > "$D/run.json"
 sleep 0.5  # the last batch stored
 AFTER=$(rss)
-OPEN=$("${CTL[@]}" metrics | awk '$1 == "brake_leases_open" { print $2 }')
+OPEN=$("$B/ctl/brakectl" --socket "$D/s.sock" metrics | awk '$1 == "brake_leases_open" { print $2 }')
 kill -TERM "$P"
 wait "$P"
 echo "open leases $OPEN  RSS $BEFORE -> $AFTER KiB  $(( (AFTER - BEFORE) * 1024 / OPEN )) bytes per open lease"
