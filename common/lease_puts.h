@@ -53,6 +53,14 @@ class LeasePuts {
     text_.reserve(text_.size() + text_bytes);
   }
   size_t text_size() const { return text_.size(); }
+  // Drops every row and keeps the room they took (capacity_bytes).
+  void clear() {
+    text_.clear();
+    entries_.clear();
+  }
+  size_t capacity_bytes() const {
+    return text_.capacity() + entries_.capacity() * sizeof(Entry);
+  }
 
   using Iterator = IndexIterator<LeasePuts>;
   Iterator begin() const { return Iterator(this, 0); }

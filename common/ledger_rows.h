@@ -119,6 +119,14 @@ class LedgerRows {
     texts_.reserve(rows * kTexts, text_bytes);
   }
   size_t text_size() const { return texts_.text_size(); }
+  // Drops every row and keeps the room they took (capacity_bytes).
+  void clear() {
+    texts_.clear();
+    rows_.clear();
+  }
+  size_t capacity_bytes() const {
+    return texts_.capacity_bytes() + rows_.capacity() * sizeof(Numbers);
+  }
 
   using Iterator = IndexIterator<LedgerRows>;
   Iterator begin() const { return Iterator(this, 0); }

@@ -6,6 +6,7 @@
 // limiter and breaker state as integer lists).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,6 +84,11 @@ struct Batch {
   LedgerRows ledger_append;
 
   bool empty() const;
+  // Drops every change and keeps the room the lists took (capacity_bytes),
+  // so that the batch can be filled again without growing them: braked
+  // recycles a committed batch (StorageWorker::TakeSpare).
+  void Clear();
+  size_t capacity_bytes() const;
   // Appends `other`'s changes after this one's (used to merge batches that
   // wait behind a commit in progress).
   void Append(Batch&& other);

@@ -41,6 +41,14 @@ class TextList {
     text_.reserve(text_.size() + bytes);
   }
   size_t text_size() const { return text_.size(); }
+  // Drops every text and keeps the room they took (capacity_bytes).
+  void clear() {
+    text_.clear();
+    ends_.clear();
+  }
+  size_t capacity_bytes() const {
+    return text_.capacity() + ends_.capacity() * sizeof(size_t);
+  }
   size_t size() const { return ends_.size(); }
   bool empty() const { return ends_.empty(); }
   std::string_view operator[](size_t i) const {

@@ -268,7 +268,7 @@ uint64_t Daemon::SeqForReply() {
 
 void Daemon::Seal() {
   if (!Dirty()) return;
-  Batch batch;
+  Batch batch = worker_->TakeSpare();
   batch.seq = open_seq_;
   engine_->Drain(&batch, AppendLeaseSnapshot);
   dispatcher_->decider()->Drain(&batch);

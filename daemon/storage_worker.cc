@@ -39,6 +39,11 @@ void StorageWorker::Submit(Batch batch) {
   cv_.notify_one();
 }
 
+Batch StorageWorker::TakeSpare() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(spare_);
+}
+
 void StorageWorker::Run(std::function<void(Store&)> job,
                         std::function<void()> then) {
   {
@@ -116,6 +121,8 @@ void StorageWorker::ThreadMain() {
       if (!done.status.ok()) {
         failed = std::move(merged);
         have_failed = true;
+      } else {
+        merged.Clear();
       }
     }
     // Reads run after the batches queued with them, so they see every
@@ -129,6 +136,10 @@ void StorageWorker::ThreadMain() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (any_batch && seq > 0) done_.push_back(std::move(done));
+      if (merged.capacity_bytes() > spare_.capacity_bytes() &&
+          merged.capacity_bytes() <= kSpareBytes) {
+        spare_ = std::move(merged);
+      }
       for (auto& t : thens) thens_.push_back(std::move(t));
     }
     uv_async_send(&async_);
@@ -137,11 +148,14 @@ void StorageWorker::ThreadMain() {
 
 Status StorageWorker::Apply(Batch& batch) {
   if (!encode_leases_ || batch.leases_put.empty()) return store_->Apply(batch);
-  LeasePuts stored;
-  if (Status s = encode_leases_(batch.leases_put, &stored); !s.ok()) return s;
-  std::swap(batch.leases_put, stored);
-  Status s = store_->Apply(batch);
-  std::swap(batch.leases_put, stored);
+  encoded_.clear();
+  Status s = encode_leases_(batch.leases_put, &encoded_);
+  if (s.ok()) {
+    std::swap(batch.leases_put, encoded_);
+    s = store_->Apply(batch);
+    std::swap(batch.leases_put, encoded_);
+  }
+  if (encoded_.capacity_bytes() > kSpareBytes) encoded_ = LeasePuts();
   return s;
 }
 

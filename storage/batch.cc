@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -52,6 +53,35 @@ bool Batch::empty() const {
          leases_deleted.empty() && breakers_put.empty() &&
          breakers_deleted.empty() && prices_put.empty() &&
          ledger_append.empty();
+}
+
+void Batch::Clear() {
+  seq = 0;
+  policies_put.clear();
+  policies_deleted.clear();
+  tasks_put.clear();
+  limiters_put.clear();
+  limiter_scopes_deleted.clear();
+  spend_put.clear();
+  spend_deleted.clear();
+  leases_put.clear();
+  leases_deleted.clear();
+  breakers_put.clear();
+  breakers_deleted.clear();
+  prices_put.clear();
+  ledger_append.clear();
+}
+
+size_t Batch::capacity_bytes() const {
+  auto room = [](const auto& v) {
+    return v.capacity() * sizeof(typename std::decay_t<decltype(v)>::value_type);
+  };
+  return room(policies_put) + room(policies_deleted) + room(tasks_put) +
+         room(limiters_put) + room(limiter_scopes_deleted) + room(spend_put) +
+         room(spend_deleted) + leases_put.capacity_bytes() +
+         leases_deleted.capacity_bytes() + room(breakers_put) +
+         room(breakers_deleted) + room(prices_put) +
+         ledger_append.capacity_bytes();
 }
 
 void Batch::Append(Batch&& other) {

@@ -186,16 +186,21 @@ Status LeaseChunks::Write(const TextList& deleted,
   }
   undo_next_id_ = next_id_;
   for (const std::string_view id : deleted) Settle(id);
-  const int64_t fresh = next_id_;
   if (!put.empty()) {
     text_.clear();
     text_.reserve(put.text_size() + 2 * put.size());
-    // Made before the loop (a line put twice settles here); std::map keeps
-    // it where it is while Settle adds other chunks.
-    Chunk& c = Change(fresh);
+    new_chunks_.clear();
+    Chunk* c = nullptr;
     for (const LeasePuts::Row row : put) {
-      const LeasePos pos{fresh, c.lines++};
-      ++c.open;
+      if (c == nullptr || text_.size() - new_chunks_.back().begin >= kChunkBytes) {
+        if (c != nullptr) new_chunks_.back().end = text_.size() - 1;
+        // Made before its lines (a line put twice settles here); std::map
+        // keeps it where it is while Settle adds other chunks.
+        new_chunks_.push_back({next_id_, text_.size(), 0});
+        c = &Change(next_id_++);
+      }
+      const LeasePos pos{new_chunks_.back().id, c->lines++};
+      ++c->open;
       if (row.fresh) {
         // Never stored, so in no chunk: undone by dropping it (Abandon
         // finds its id in text_), not by a copy of its id and position.
@@ -208,14 +213,16 @@ Status LeaseChunks::Write(const TextList& deleted,
       text_.append(row.id).push_back('\t');
       text_.append(row.json).push_back('\n');
     }
-    text_.pop_back();  // lines are separated, not terminated
-    insert_.BindInt(1, fresh);
-    insert_.BindText(2, text_);
-    if (Status s = insert_.Run("put lease chunk"); !s.ok()) return s;
-    next_id_ = fresh + 1;
+    new_chunks_.back().end = text_.size() - 1;  // lines are separated
+    const std::string_view text = text_;
+    for (const auto& [id, begin, end] : new_chunks_) {
+      insert_.BindInt(1, id);
+      insert_.BindText(2, text.substr(begin, end - begin));
+      if (Status s = insert_.Run("put lease chunk"); !s.ok()) return s;
+    }
   }
-  // Every chunk whose lines this write settled, the new one included (a
-  // lease put twice in it settles its first line).
+  // Every chunk whose lines this write settled, the new ones included (a
+  // lease put twice in the write settles its first line).
   for (const auto& [id, before] : undo_chunks_) {
     Chunk& c = chunks_[id];
     const bool settled_any = before ? before->settled != c.settled

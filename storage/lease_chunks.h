@@ -3,7 +3,8 @@
 // A lease row per lease cost two B-tree operations per granted call (an
 // insert, and a delete once settled), the bulk of the storage thread's work
 // under load. Instead, the leases put by one batch go into one row of
-// `lease_chunks` ("ID\tJSON" lines); the lines of a chunk since settled are
+// `lease_chunks` ("ID\tJSON" lines; a few rows, of about kChunkBytes each,
+// when they are many); the lines of a chunk since settled are
 // a bitmap in its row of `lease_settled`, a table of its own because SQLite
 // rewrites a whole record to change any column of it (the bitmap beside the
 // lines rewrote them all at every settlement). Settling a lease sets its
@@ -54,6 +55,12 @@ class LeaseChunks {
   // It rolled back: the index is put back as it was before the write.
   void Abandon();
 
+  // A write's lines go into chunks of about this many bytes: SQLite copies
+  // a row into a buffer of its own, which malloc maps afresh (page faults
+  // on every 4 KiB) when it is a megabyte or more, as braked's mmap
+  // threshold is set; a smaller one is taken from memory freed before.
+  static constexpr size_t kChunkBytes = size_t{256} << 10;
+
   // Open leases in the index, and chunk rows it knows (for tests).
   size_t open_leases() const { return index_.size(); }
   size_t chunks() const { return chunks_.size(); }
@@ -91,7 +98,13 @@ class LeaseChunks {
   // and size in text_.
   std::vector<std::pair<size_t, size_t>> fresh_ids_;
   int64_t undo_next_id_ = 1;
-  std::string text_;  // reused: the new chunk's lines
+  std::string text_;  // reused: the new chunks' lines
+  struct NewChunk {
+    int64_t id;
+    size_t begin;  // its lines in text_
+    size_t end;
+  };
+  std::vector<NewChunk> new_chunks_;  // reused: the write's new chunks
   std::string bits_;  // reused: a bitmap as hex
 };
 

@@ -36,6 +36,35 @@ TEST_CASE("Batch::empty ignores seq and sees every kind", "[storage]") {
   CHECK_FALSE(b.empty());
 }
 
+TEST_CASE("Batch::Clear empties every kind and keeps the room", "[storage]") {
+  Batch b;
+  b.seq = 7;
+  b.policies_put.push_back({"p", "{}"});
+  b.policies_deleted.push_back("global");
+  b.tasks_put.push_back(TaskRow{});
+  b.limiters_put.push_back({"user:a", "rpm", "tb", {}});
+  b.limiter_scopes_deleted.push_back("user:a");
+  b.spend_put.push_back(SpendRow{});
+  b.spend_deleted.push_back("task:t");
+  b.leases_put.Add("L1", "{}");
+  b.leases_deleted.push_back("L0");
+  b.breakers_put.push_back(BreakerRow{});
+  b.breakers_deleted.push_back("tool:x");
+  b.prices_put.push_back({"m", 1, 2});
+  b.ledger_append.push_back(LedgerRow{});
+  const size_t room = b.capacity_bytes();
+  CHECK(room > 0);
+
+  b.Clear();
+  CHECK(b.empty());
+  CHECK(b.seq == 0);
+  CHECK(b.capacity_bytes() == room);
+  b.leases_put.Add("L2", "{2}");
+  REQUIRE(b.leases_put.size() == 1);
+  CHECK(b.leases_put[0].id == "L2");
+  CHECK(b.leases_put[0].json == "{2}");
+}
+
 TEST_CASE("Batch::Append concatenates in order and empties the source",
           "[storage]") {
   Batch a;

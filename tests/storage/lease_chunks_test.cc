@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/lease_chunks.h"
 #include "storage/store.h"
 #include "storage/test_support.h"
 
@@ -153,6 +154,52 @@ TEST_CASE("lease chunks: a fresh line rolled back is forgotten",
   REQUIRE(Put(*store, {}, {"L3"}).ok());
   CHECK(Leases(*store) == Rows{"L1={1}", "L4={4}"});
   CHECK(Leases(*Open(path)) == Rows{"L1={1}", "L4={4}"});
+}
+
+TEST_CASE("lease chunks: a batch past kChunkBytes takes several rows",
+          "[storage]") {
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto store = Open(path);
+  // Lines of ~1 KiB: a chunk closes after the line that takes it to
+  // kChunkBytes, so 2.5 chunks' worth fill three rows.
+  const std::string json = "{" + std::string(1000, 'x') + "}";
+  const size_t per_chunk = storage::LeaseChunks::kChunkBytes / 1000 + 1;
+  std::vector<LeaseRow> put;
+  Rows expected;
+  for (size_t i = 0; i < per_chunk * 5 / 2; ++i) {
+    put.push_back({"L" + std::to_string(100000 + i), json});
+    expected.push_back(put.back().id + "=" + json);
+  }
+  REQUIRE(Put(*store, put).ok());
+  CHECK(Chunks(path) == 3);
+  CHECK(Leases(*store) == expected);
+  CHECK(Leases(*Open(path)) == expected);
+
+  SECTION("settling every line of the first row deletes it alone") {
+    std::vector<std::string> first;
+    for (size_t i = 0; i < per_chunk; ++i) first.push_back(put[i].id);
+    REQUIRE(Put(*store, {}, first).ok());
+    CHECK(Chunks(path) == 2);
+    CHECK(Leases(*store) == Rows(expected.begin() + per_chunk, expected.end()));
+  }
+  SECTION("a rolled-back batch of several rows leaves none") {
+    FailLedgerRowsOfBoom(path);
+    Batch failing;
+    for (size_t i = 0; i < per_chunk * 2; ++i) {
+      failing.leases_put.Add("F" + std::to_string(i), json, /*fresh=*/true);
+    }
+    failing.ledger_append = {Boom()};
+    REQUIRE_FALSE(store->Apply(failing).ok());
+    CHECK(Chunks(path) == 3);
+    // The next rows take the failed ones' ids: F lines settle nothing.
+    REQUIRE(Put(*store, {{"L9", "{9}"}},
+                {"F0", "F" + std::to_string(per_chunk + 1)})
+                .ok());
+    CHECK(Chunks(path) == 4);
+    expected.push_back("L9={9}");
+    CHECK(Leases(*Open(path)) == expected);
+  }
 }
 
 TEST_CASE("lease chunks: bad rows and ids are refused", "[storage]") {
