@@ -57,6 +57,7 @@ struct Pool {
   SpinLock mu;
   SizeClass classes[kClasses];
   std::vector<void*> chunks;  // kept: a chunk's blocks may be used to exit
+  std::vector<void*> stock;   // 2 MiB chunks touched, not yet used (Stock)
 };
 
 Pool& ThePool() {
@@ -73,9 +74,15 @@ bool Pooled(size_t bytes) { return bytes != 0 && bytes <= LinePool::kMaxBytes; }
 
 void NewChunk(Pool& pool, SizeClass& c) {
   const size_t bytes = c.next_chunk;
-  pool.chunks.reserve(pool.chunks.size() + 1);  // no throw once allocated
-  void* p = HugePageAllocator<Line>().allocate(bytes / kLine);
-  pool.chunks.push_back(p);
+  void* p;
+  if (bytes == kHugePage && !pool.stock.empty()) {
+    p = pool.stock.back();  // in chunks already
+    pool.stock.pop_back();
+  } else {
+    pool.chunks.reserve(pool.chunks.size() + 1);  // no throw once allocated
+    p = HugePageAllocator<Line>().allocate(bytes / kLine);
+    pool.chunks.push_back(p);
+  }
   ASAN_POISON_MEMORY_REGION(p, bytes);
   c.cursor = static_cast<char*>(p);
   c.end = c.cursor + bytes;
@@ -120,6 +127,39 @@ void LinePool::Free(void* block, size_t bytes) {
   f->next = c.free;
   c.free = f;
   ASAN_POISON_MEMORY_REGION(block, BlockSize(cls));
+}
+
+size_t LinePool::Stock(size_t bytes) {
+  Pool& pool = ThePool();
+  for (;;) {
+    {
+      std::lock_guard<SpinLock> lock(pool.mu);
+      const size_t stocked = pool.stock.size() * kHugePage;
+      if (stocked >= bytes) return stocked;
+    }
+    void* p;
+    try {
+      p = HugePageAllocator<Line>().allocate(kHugePage / kLine);
+    } catch (const std::bad_alloc&) {
+      return 0;  // the allocating thread will report it, if it runs out
+    }
+    // One write per 4 KiB page makes the kernel back it (with one huge page
+    // where it can); the rest of each page is zero already.
+    auto* bytes_of = static_cast<volatile char*>(p);
+    for (size_t at = 0; at < kHugePage; at += 4096) bytes_of[at] = 0;
+    ASAN_POISON_MEMORY_REGION(p, kHugePage);
+    std::lock_guard<SpinLock> lock(pool.mu);
+    try {
+      pool.chunks.reserve(pool.chunks.size() + 1);
+      pool.stock.reserve(pool.stock.size() + 1);
+    } catch (const std::bad_alloc&) {
+      HugePageAllocator<Line>().deallocate(static_cast<Line*>(p),
+                                           kHugePage / kLine);
+      return 0;
+    }
+    pool.chunks.push_back(p);
+    pool.stock.push_back(p);
+  }
 }
 
 }  // namespace brake

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <utility>
 
+#include "common/line_pool.h"
+
 namespace brake {
 
 StorageWorker::StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store,
@@ -143,6 +145,9 @@ void StorageWorker::ThreadMain() {
       for (auto& t : thens) thens_.push_back(std::move(t));
     }
     uv_async_send(&async_);
+    // Time to spare until the next batch: memory the loop will take for
+    // objects (open leases) made and touched here, not on its path.
+    if (any_batch) LinePool::Stock(kStockBytes);
   }
 }
 

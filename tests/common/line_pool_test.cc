@@ -58,6 +58,24 @@ TEST_CASE("line pool: a freed block is made again for its size class",
   LinePool::Free(nullptr, 64);  // as delete of a null pointer
 }
 
+TEST_CASE("line pool: a class's next 2 MiB chunk comes from the stock",
+          "[line_pool]") {
+  const size_t kChunk = size_t{2} << 20;
+  const size_t stocked = LinePool::Stock(2 * kChunk);
+  REQUIRE(stocked >= 2 * kChunk);
+  CHECK(LinePool::Stock(0) == stocked);  // asks for nothing more
+  // Blocks of the largest class until one comes from a new chunk past the
+  // first, smaller ones (16 KiB doubling to 2 MiB): from the stock.
+  std::vector<void*> blocks;
+  const size_t most = 4 * kChunk / LinePool::kMaxBytes;
+  while (blocks.size() < most && LinePool::Stock(0) == stocked) {
+    blocks.push_back(LinePool::Allocate(LinePool::kMaxBytes));
+    std::memset(blocks.back(), 0xab, LinePool::kMaxBytes);  // usable
+  }
+  CHECK(LinePool::Stock(0) == stocked - kChunk);
+  for (void* b : blocks) LinePool::Free(b, LinePool::kMaxBytes);
+}
+
 TEST_CASE("line pool: what a decision reads starts a line",
           "[line_pool]") {
   // A token bucket is one line; a subject's table entry starts one.

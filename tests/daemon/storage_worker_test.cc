@@ -1,5 +1,6 @@
-// StorageWorker (daemon/storage_worker.h) on a real loop and Store: what it
-// reports, and the committed batch it hands back for the next to fill.
+// StorageWorker (daemon/storage_worker.h) on a real loop and Store: the
+// committed batch it hands back for the next to fill, and the memory it
+// makes ahead for the loop.
 #include <uv.h>
 
 #include <catch2/catch.hpp>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/line_pool.h"
 #include "daemon/storage_worker.h"
 #include "storage/store.h"
 #include "storage/test_support.h"
@@ -43,6 +45,13 @@ class Harness {
     }
     return done_.back();
   }
+  // Runs the loop until a job queued now has run: what the storage thread
+  // did after the commits before it is done.
+  void Sync() {
+    bool ran = false;
+    worker_->Run([](Store&) {}, [&ran] { ran = true; });
+    while (!ran) uv_run(&loop_, UV_RUN_ONCE);
+  }
   StorageWorker& worker() { return *worker_; }
 
  private:
@@ -72,6 +81,9 @@ TEST_CASE("storage worker: a committed batch comes back empty with its room",
   CHECK(h.worker().TakeSpare().capacity_bytes() == kNoRoom);  // none yet
 
   REQUIRE(h.Commit(WithLeases("A", 100, 50)).status.ok());
+  // And after the commit, memory for open leases made ahead.
+  h.Sync();
+  CHECK(LinePool::Stock(0) >= StorageWorker::kStockBytes);
   Batch spare = h.worker().TakeSpare();
   CHECK(spare.empty());
   CHECK(spare.seq == 0);
