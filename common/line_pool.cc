@@ -24,6 +24,7 @@ struct alignas(kLine) Line {
   char bytes[kLine];
 };
 constexpr size_t kHugePage = HugePageAllocator<Line>::kHugePage;
+static_assert(kHugePage == LinePool::kChunkBytes);
 
 struct FreeBlock {
   FreeBlock* next;
@@ -72,6 +73,17 @@ size_t BlockSize(size_t cls) { return (cls + 1) * kLine; }
 
 bool Pooled(size_t bytes) { return bytes != 0 && bytes <= LinePool::kMaxBytes; }
 
+// A chunk of `bytes` from the system, noted in pool.chunks (the lock held).
+void* FreshChunk(Pool& pool, size_t bytes) {
+  // Room first, so that nothing throws once it is allocated; the stock's
+  // for every chunk, so that FreeChunk never allocates.
+  pool.chunks.reserve(pool.chunks.size() + 1);
+  pool.stock.reserve(pool.chunks.size() + 1);
+  void* p = HugePageAllocator<Line>().allocate(bytes / kLine);
+  pool.chunks.push_back(p);
+  return p;
+}
+
 void NewChunk(Pool& pool, SizeClass& c) {
   const size_t bytes = c.next_chunk;
   void* p;
@@ -79,9 +91,7 @@ void NewChunk(Pool& pool, SizeClass& c) {
     p = pool.stock.back();  // in chunks already
     pool.stock.pop_back();
   } else {
-    pool.chunks.reserve(pool.chunks.size() + 1);  // no throw once allocated
-    p = HugePageAllocator<Line>().allocate(bytes / kLine);
-    pool.chunks.push_back(p);
+    p = FreshChunk(pool, bytes);
   }
   ASAN_POISON_MEMORY_REGION(p, bytes);
   c.cursor = static_cast<char*>(p);
@@ -151,7 +161,7 @@ size_t LinePool::Stock(size_t bytes) {
     std::lock_guard<SpinLock> lock(pool.mu);
     try {
       pool.chunks.reserve(pool.chunks.size() + 1);
-      pool.stock.reserve(pool.stock.size() + 1);
+      pool.stock.reserve(pool.chunks.size() + 1);
     } catch (const std::bad_alloc&) {
       HugePageAllocator<Line>().deallocate(static_cast<Line*>(p),
                                            kHugePage / kLine);
@@ -160,6 +170,30 @@ size_t LinePool::Stock(size_t bytes) {
     pool.chunks.push_back(p);
     pool.stock.push_back(p);
   }
+}
+
+void* LinePool::AllocateChunk() {
+  Pool& pool = ThePool();
+  void* p;
+  {
+    std::lock_guard<SpinLock> lock(pool.mu);
+    if (!pool.stock.empty()) {
+      p = pool.stock.back();
+      pool.stock.pop_back();
+    } else {
+      p = FreshChunk(pool, kHugePage);
+    }
+  }
+  ASAN_UNPOISON_MEMORY_REGION(p, kHugePage);
+  return p;
+}
+
+void LinePool::FreeChunk(void* chunk) {
+  if (chunk == nullptr) return;
+  ASAN_POISON_MEMORY_REGION(chunk, kHugePage);
+  Pool& pool = ThePool();
+  std::lock_guard<SpinLock> lock(pool.mu);
+  pool.stock.push_back(chunk);  // room reserved when it was made
 }
 
 }  // namespace brake

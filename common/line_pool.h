@@ -40,6 +40,13 @@ class LinePool {
   // storage thread, after each commit). Thread-safe; the lock is not held
   // while pages are touched. Returns the bytes stocked.
   static size_t Stock(size_t bytes);
+
+  // A whole chunk of kChunkBytes, from the stock when it has one, for an
+  // array that grows a chunk at a time (the lease book's ring, Fifo). Never
+  // null (throws std::bad_alloc). FreeChunk puts it in the stock.
+  static constexpr size_t kChunkBytes = size_t{2} << 20;
+  static void* AllocateChunk();
+  static void FreeChunk(void* chunk);
 };
 
 // For a class whose objects should come from the pool: a base, or members

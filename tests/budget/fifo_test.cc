@@ -5,14 +5,17 @@
 #include <memory>
 #include <random>
 
+#include "common/line_pool.h"
+
 namespace brake {
 namespace {
 
 TEST_CASE("fifo: pushes and pops as a deque does", "[fifo]") {
-  // Move-only elements, as the lease book's slots are, through many wraps
-  // round the ring and its doublings: every element stays where its index
-  // says.
-  Fifo<std::unique_ptr<int>> fifo;
+  // Move-only elements, as the lease book's slots are, in blocks of 16
+  // (not the 2 MiB chunk of the default), so that the queue crosses many
+  // blocks, leaves them and takes them again: every element stays where its
+  // index says.
+  Fifo<std::unique_ptr<int>, 16> fifo;
   std::deque<int> model;
   std::mt19937 rng(7);
   int next = 0;
@@ -42,12 +45,34 @@ TEST_CASE("fifo: pushes and pops as a deque does", "[fifo]") {
 
 TEST_CASE("fifo: a popped element's contents go at once", "[fifo]") {
   auto shared = std::make_shared<int>(1);
-  Fifo<std::shared_ptr<int>> fifo;
-  fifo.emplace_back() = shared;
-  fifo.emplace_back() = shared;
-  CHECK(shared.use_count() == 3);
-  fifo.pop_front();
-  CHECK(shared.use_count() == 2);
+  {
+    Fifo<std::shared_ptr<int>, 2> fifo;
+    for (int i = 0; i < 5; ++i) fifo.emplace_back() = shared;
+    CHECK(shared.use_count() == 6);
+    fifo.pop_front();
+    CHECK(shared.use_count() == 5);
+    fifo.pop_front();  // and the block it leaves
+    CHECK(shared.use_count() == 4);
+  }
+  CHECK(shared.use_count() == 1);  // the rest go with the queue
+}
+
+TEST_CASE("fifo: a block the front leaves is taken again by the back",
+          "[fifo]") {
+  // The stock counts chunks not in use: a queue that steps along, one
+  // element in and one out, keeps at most two blocks (the one in use and a
+  // spare) however far it goes, and gives both back when it goes.
+  const size_t before = LinePool::Stock(4 * LinePool::kChunkBytes);
+  {
+    Fifo<int, 4> fifo;
+    for (int i = 0; i < 100; ++i) {
+      fifo.emplace_back() = i;
+      if (fifo.size() > 2) fifo.pop_front();
+      REQUIRE(LinePool::Stock(0) + 2 * LinePool::kChunkBytes >= before);
+    }
+    CHECK(fifo.front() == 98);
+  }
+  CHECK(LinePool::Stock(0) >= before);
 }
 
 }  // namespace
