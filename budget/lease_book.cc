@@ -72,7 +72,7 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
   lease.number = number;
   lease.SetText({});
   lease.expires_at_us = expires_at_us;
-  lease.names.clear();  // a recycled restored lease's
+  lease.names.reset();  // a recycled restored lease's
   if (expires_at_us >= last_expiry_us_) {
     last_expiry_us_ = expires_at_us;
   } else {

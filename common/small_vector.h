@@ -5,7 +5,9 @@
 // request's path whenever no settled lease could be reused (a load that
 // leaves its leases open: every grant) and freed when it expired. Up to N
 // elements now cost no allocation; past N they move to a std::vector and
-// stay there until clear().
+// stay there until clear(). The vector is made only then: in every object
+// its place is one pointer (16 bytes with the size, where a std::vector and
+// a size_t took 32), which is what keeps a lease object in four lines.
 //
 // The N slots are always constructed: slots past size() keep whatever they
 // last held (for a string, its capacity) until they are used again. The
@@ -14,6 +16,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -23,8 +27,13 @@ template <class T, size_t N>
 class SmallVector {
  public:
   SmallVector() = default;
-  SmallVector(const SmallVector&) = default;
-  SmallVector& operator=(const SmallVector&) = default;
+  SmallVector(const SmallVector& o) : slots_(o.slots_), size_(o.size_) {
+    if (o.heap_ != nullptr) heap_ = std::make_unique<std::vector<T>>(*o.heap_);
+  }
+  SmallVector& operator=(const SmallVector& o) {
+    if (this != &o) *this = SmallVector(o);
+    return *this;
+  }
   // The source is left empty (a defaulted move would leave it claiming
   // elements its moved-out vector no longer has).
   SmallVector(SmallVector&& o) noexcept
@@ -43,8 +52,8 @@ class SmallVector {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T* data() { return spilled() ? heap_.data() : slots_.data(); }
-  const T* data() const { return spilled() ? heap_.data() : slots_.data(); }
+  T* data() { return spilled() ? heap_->data() : slots_.data(); }
+  const T* data() const { return spilled() ? heap_->data() : slots_.data(); }
   T* begin() { return data(); }
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
@@ -55,14 +64,14 @@ class SmallVector {
   // As std::vector::resize: new elements are value-initialized.
   void resize(size_t n) {
     if (spilled()) {
-      heap_.resize(n);  // to none: back to the slots
+      heap_->resize(n);  // to none: back to the slots
     } else if (n <= N) {
       for (size_t i = size_; i < n; ++i) slots_[i] = T();
     } else {
       Spill(n);
-      heap_.resize(n);
+      heap_->resize(n);
     }
-    size_ = n;
+    size_ = static_cast<uint32_t>(n);
   }
   void push_back(T value) {
     if (!spilled() && size_ < N) {
@@ -70,7 +79,7 @@ class SmallVector {
       return;
     }
     if (!spilled()) Spill(size_ + 1);
-    heap_.push_back(std::move(value));
+    heap_->push_back(std::move(value));
     ++size_;
   }
   // Removes [first, last), keeping the order of the rest.
@@ -81,21 +90,23 @@ class SmallVector {
   }
   // Back to the slots; the vector keeps its capacity.
   void clear() {
-    heap_.clear();
+    if (heap_ != nullptr) heap_->clear();
     size_ = 0;
   }
 
  private:
-  bool spilled() const { return !heap_.empty(); }
+  bool spilled() const { return heap_ != nullptr && !heap_->empty(); }
   // Moves the elements to the vector; the caller then grows it past N.
   void Spill(size_t capacity) {
-    heap_.reserve(capacity);
-    for (size_t i = 0; i < size_; ++i) heap_.push_back(std::move(slots_[i]));
+    if (heap_ == nullptr) heap_ = std::make_unique<std::vector<T>>();
+    heap_->reserve(capacity);
+    for (size_t i = 0; i < size_; ++i) heap_->push_back(std::move(slots_[i]));
   }
 
   std::array<T, N> slots_{};
-  size_t size_ = 0;
-  std::vector<T> heap_;  // the elements, once there are more than N
+  uint32_t size_ = 0;
+  // The elements, once there are more than N.
+  std::unique_ptr<std::vector<T>> heap_;
 };
 
 }  // namespace brake
