@@ -141,35 +141,34 @@ void LinePool::Free(void* block, size_t bytes) {
 
 size_t LinePool::Stock(size_t bytes) {
   Pool& pool = ThePool();
-  for (;;) {
-    {
-      std::lock_guard<SpinLock> lock(pool.mu);
-      const size_t stocked = pool.stock.size() * kHugePage;
-      if (stocked >= bytes) return stocked;
-    }
-    void* p;
-    try {
-      p = HugePageAllocator<Line>().allocate(kHugePage / kLine);
-    } catch (const std::bad_alloc&) {
-      return 0;  // the allocating thread will report it, if it runs out
-    }
-    // One write per 4 KiB page makes the kernel back it (with one huge page
-    // where it can); the rest of each page is zero already.
-    auto* bytes_of = static_cast<volatile char*>(p);
-    for (size_t at = 0; at < kHugePage; at += 4096) bytes_of[at] = 0;
-    ASAN_POISON_MEMORY_REGION(p, kHugePage);
+  {
     std::lock_guard<SpinLock> lock(pool.mu);
-    try {
-      pool.chunks.reserve(pool.chunks.size() + 1);
-      pool.stock.reserve(pool.chunks.size() + 1);
-    } catch (const std::bad_alloc&) {
-      HugePageAllocator<Line>().deallocate(static_cast<Line*>(p),
-                                           kHugePage / kLine);
-      return 0;
-    }
-    pool.chunks.push_back(p);
-    pool.stock.push_back(p);
+    const size_t stocked = pool.stock.size() * kHugePage;
+    if (stocked >= bytes) return stocked;
   }
+  void* p;
+  try {
+    p = HugePageAllocator<Line>().allocate(kHugePage / kLine);
+  } catch (const std::bad_alloc&) {
+    return 0;  // the allocating thread will report it, if it runs out
+  }
+  // One write per 4 KiB page makes the kernel back it (with one huge page
+  // where it can); the rest of each page is zero already.
+  auto* bytes_of = static_cast<volatile char*>(p);
+  for (size_t at = 0; at < kHugePage; at += 4096) bytes_of[at] = 0;
+  ASAN_POISON_MEMORY_REGION(p, kHugePage);
+  std::lock_guard<SpinLock> lock(pool.mu);
+  try {
+    pool.chunks.reserve(pool.chunks.size() + 1);
+    pool.stock.reserve(pool.chunks.size() + 1);
+  } catch (const std::bad_alloc&) {
+    HugePageAllocator<Line>().deallocate(static_cast<Line*>(p),
+                                         kHugePage / kLine);
+    return 0;
+  }
+  pool.chunks.push_back(p);
+  pool.stock.push_back(p);
+  return pool.stock.size() * kHugePage;
 }
 
 void* LinePool::AllocateChunk() {

@@ -32,13 +32,14 @@ class LinePool {
   // Returns a block from Allocate(`bytes`), the same `bytes`.
   static void Free(void* block, size_t bytes);
 
-  // Keeps about `bytes` of 2 MiB chunks made and touched ahead of need:
-  // the next size class to run out takes one instead of a new chunk. A
-  // fresh page costs its first writer the kernel's zeroing (and, on a VM,
-  // the host's fault: ~3 ms per 2 MiB on the development VM), so a thread
-  // with time to spare calls this, not the one that allocates (braked's
-  // storage thread, after each commit). Thread-safe; the lock is not held
-  // while pages are touched. Returns the bytes stocked.
+  // Stocks 2 MiB chunks made and touched ahead of need: the next size
+  // class to run out takes one instead of a new chunk. A fresh page costs
+  // its first writer the kernel's zeroing (and, on a VM, the host's fault:
+  // ~3 ms per 2 MiB on the development VM), so a thread with time to spare
+  // calls this, not the one that allocates (braked's storage thread,
+  // between commits). Adds one chunk when the stock holds less than
+  // `bytes` (so that a caller can stop between chunks); returns the bytes
+  // stocked. Thread-safe; the lock is not held while pages are touched.
   static size_t Stock(size_t bytes);
 
   // A whole chunk of kChunkBytes, from the stock when it has one, for an

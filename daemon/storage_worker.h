@@ -58,8 +58,9 @@ class StorageWorker {
   // mapped afresh by malloc each time, and every 4 KiB page of it faulted.
   Batch TakeSpare();
   static constexpr size_t kSpareBytes = size_t{8} << 20;
-  // After each commit the storage thread keeps this much LinePool memory
-  // made and touched ahead (LinePool::Stock).
+  // After each commit, until the next batch comes, the storage thread
+  // stocks LinePool up to this much memory made and touched ahead
+  // (LinePool::Stock).
   static constexpr size_t kStockBytes = size_t{8} << 20;
   // Runs `job` on the storage thread, then `then` on the loop thread.
   void Run(std::function<void(Store&)> job, std::function<void()> then);
