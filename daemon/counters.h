@@ -58,6 +58,9 @@ struct ServerStats {
   int64_t storage_batches = 0;
   int64_t storage_failures = 0;
   int64_t storage_commit_us_total = 0;
+  // Replies written only once a storage commit came (strict: each that
+  // changed state and each queued behind one; batched: while the disk lagged).
+  int64_t replies_held = 0;
   int64_t subject_loads = 0;     // requests deferred to load subjects
   int64_t subjects_evicted = 0;  // idle subjects dropped from memory
   LimitHits limit_hits;  // every limit, whoever counts it

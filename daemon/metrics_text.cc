@@ -209,6 +209,10 @@ std::string MetricsText(const MetricsSources& src) {
       "counter", s.storage_batches);
   one("brake_storage_failures_total", "Storage transactions failed.", "counter",
       s.storage_failures);
+  one("brake_replies_held_total",
+      "Replies written only once a storage commit came (strict: every "
+      "change; batched: while the disk lagged).",
+      "counter", s.replies_held);
   t.Family("brake_storage_commit_seconds_total",
            "Time spent committing storage transactions.", "counter");
   t.Sample("brake_storage_commit_seconds_total", {},

@@ -53,6 +53,7 @@ void Server::QueueReply(Connection* c, std::string_view data) {
     return;
   }
   c->held_bytes += data.size();
+  ++stats_->replies_held;
   if (!c->held.empty() && c->held.back().seq == seq &&
       c->held.back().must_commit == changed) {
     c->held.back().data += data;

@@ -78,6 +78,24 @@ TEST_CASE("top counts the usd each grant reserved, on every path",
   CHECK(rows[0]["usd"].get<double>() == Approx(0.006));
 }
 
+TEST_CASE("brake_replies_held_total counts replies that waited for a commit",
+          "[integration]") {
+  SECTION("strict: every grant waits for its commit") {
+    RunningDaemon d;  // strict by default
+    Client c = d.daemon.Connect();
+    const double before = Metric(c, "brake_replies_held_total");
+    for (int i = 0; i < 5; ++i) AcquireLease(c, "alice", "t1");
+    CHECK(Metric(c, "brake_replies_held_total") >= before + 5);
+  }
+  SECTION("batched: a reply that changes nothing never waits") {
+    RunningDaemon d(json{{"durability", "batched"}});
+    Client c = d.daemon.Connect();
+    const double before = Metric(c, "brake_replies_held_total");
+    for (int i = 0; i < 5; ++i) CallOk(c, {{"op", "ping"}});
+    CHECK(Metric(c, "brake_replies_held_total") == before);
+  }
+}
+
 TEST_CASE("brake_wait_seconds observes how long waiters waited",
           "[integration][metrics][waiting]") {
   RunningDaemon d;
