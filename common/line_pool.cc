@@ -73,12 +73,22 @@ size_t BlockSize(size_t cls) { return (cls + 1) * kLine; }
 
 bool Pooled(size_t bytes) { return bytes != 0 && bytes <= LinePool::kMaxBytes; }
 
-// A chunk of `bytes` from the system, noted in pool.chunks (the lock held).
-void* FreshChunk(Pool& pool, size_t bytes) {
-  // Room first, so that nothing throws once it is allocated; the stock's
-  // for every chunk, so that FreeChunk never allocates.
+// Room for one more chunk in both lists (the lock held): the stock's for
+// every chunk made, so that FreeChunk never allocates.
+void ReserveChunk(Pool& pool) {
   pool.chunks.reserve(pool.chunks.size() + 1);
   pool.stock.reserve(pool.chunks.size() + 1);
+}
+
+// A chunk of `bytes` (the lock held): a stocked one when it is 2 MiB and
+// the stock has one, else a new one noted in pool.chunks.
+void* TakeChunk(Pool& pool, size_t bytes) {
+  if (bytes == kHugePage && !pool.stock.empty()) {
+    void* p = pool.stock.back();  // in chunks already
+    pool.stock.pop_back();
+    return p;
+  }
+  ReserveChunk(pool);  // first, so that nothing throws once allocated
   void* p = HugePageAllocator<Line>().allocate(bytes / kLine);
   pool.chunks.push_back(p);
   return p;
@@ -86,13 +96,7 @@ void* FreshChunk(Pool& pool, size_t bytes) {
 
 void NewChunk(Pool& pool, SizeClass& c) {
   const size_t bytes = c.next_chunk;
-  void* p;
-  if (bytes == kHugePage && !pool.stock.empty()) {
-    p = pool.stock.back();  // in chunks already
-    pool.stock.pop_back();
-  } else {
-    p = FreshChunk(pool, bytes);
-  }
+  void* p = TakeChunk(pool, bytes);
   ASAN_POISON_MEMORY_REGION(p, bytes);
   c.cursor = static_cast<char*>(p);
   c.end = c.cursor + bytes;
@@ -159,8 +163,7 @@ size_t LinePool::Stock(size_t bytes) {
   ASAN_POISON_MEMORY_REGION(p, kHugePage);
   std::lock_guard<SpinLock> lock(pool.mu);
   try {
-    pool.chunks.reserve(pool.chunks.size() + 1);
-    pool.stock.reserve(pool.chunks.size() + 1);
+    ReserveChunk(pool);
   } catch (const std::bad_alloc&) {
     HugePageAllocator<Line>().deallocate(static_cast<Line*>(p),
                                          kHugePage / kLine);
@@ -176,12 +179,7 @@ void* LinePool::AllocateChunk() {
   void* p;
   {
     std::lock_guard<SpinLock> lock(pool.mu);
-    if (!pool.stock.empty()) {
-      p = pool.stock.back();
-      pool.stock.pop_back();
-    } else {
-      p = FreshChunk(pool, kHugePage);
-    }
+    p = TakeChunk(pool, kHugePage);
   }
   ASAN_UNPOISON_MEMORY_REGION(p, kHugePage);
   return p;
