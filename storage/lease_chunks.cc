@@ -189,17 +189,19 @@ Status LeaseChunks::Write(const TextList& deleted,
   if (!put.empty()) {
     text_.clear();
     text_.reserve(put.text_size() + 2 * put.size());
-    new_chunks_.clear();
+    // The new chunks take ids from next_id_ on, chunk k's lines from
+    // starts_[k] in text_.
+    const int64_t first = next_id_;
+    starts_.clear();
     Chunk* c = nullptr;
     for (const LeasePuts::Row row : put) {
-      if (c == nullptr || text_.size() - new_chunks_.back().begin >= kChunkBytes) {
-        if (c != nullptr) new_chunks_.back().end = text_.size() - 1;
+      if (c == nullptr || text_.size() - starts_.back() >= kChunkBytes) {
         // Made before its lines (a line put twice settles here); std::map
         // keeps it where it is while Settle adds other chunks.
-        new_chunks_.push_back({next_id_, text_.size(), 0});
+        starts_.push_back(text_.size());
         c = &Change(next_id_++);
       }
-      const LeasePos pos{new_chunks_.back().id, c->lines++};
+      const LeasePos pos{next_id_ - 1, c->lines++};
       ++c->open;
       if (row.fresh) {
         // Never stored, so in no chunk: undone by dropping it (Abandon
@@ -213,11 +215,13 @@ Status LeaseChunks::Write(const TextList& deleted,
       text_.append(row.id).push_back('\t');
       text_.append(row.json).push_back('\n');
     }
-    new_chunks_.back().end = text_.size() - 1;  // lines are separated
+    starts_.push_back(text_.size());
     const std::string_view text = text_;
-    for (const auto& [id, begin, end] : new_chunks_) {
-      insert_.BindInt(1, id);
-      insert_.BindText(2, text.substr(begin, end - begin));
+    for (size_t k = 0; k + 1 < starts_.size(); ++k) {
+      // Lines are separated, not terminated: up to the last one's newline.
+      const size_t end = starts_[k + 1] - 1;
+      insert_.BindInt(1, first + static_cast<int64_t>(k));
+      insert_.BindText(2, text.substr(starts_[k], end - starts_[k]));
       if (Status s = insert_.Run("put lease chunk"); !s.ok()) return s;
     }
   }

@@ -99,12 +99,8 @@ class LeaseChunks {
   std::vector<std::pair<size_t, size_t>> fresh_ids_;
   int64_t undo_next_id_ = 1;
   std::string text_;  // reused: the new chunks' lines
-  struct NewChunk {
-    int64_t id;
-    size_t begin;  // its lines in text_
-    size_t end;
-  };
-  std::vector<NewChunk> new_chunks_;  // reused: the write's new chunks
+  // Reused: where each new chunk's lines start in text_, and its end.
+  std::vector<size_t> starts_;
   std::string bits_;  // reused: a bitmap as hex
 };
 
