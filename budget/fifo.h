@@ -3,8 +3,8 @@
 // Pushes go to the back and pops come off the front; element i counts from
 // the front. Elements live in blocks of kPerBlock (one 2 MiB chunk each, a
 // huge page where the system allows); a block the front has left goes back
-// to LinePool's stock, or is kept for the next block the back needs. Growing
-// takes one block and moves nothing. A ring that doubled moved every element
+// to LinePool's stock, where the back takes its next block. Growing takes one
+// block and moves nothing. A ring that doubled moved every element
 // and wrote its whole new array at once: at a million open leases a pause of
 // 100 MiB of fresh memory on the request's path, where on the development VM
 // a page new to the host costs ~6 us per 4 KiB; a block comes from the
@@ -14,7 +14,6 @@
 
 #include <cstddef>
 #include <new>
-#include <utility>
 #include <vector>
 
 #include "common/line_pool.h"
@@ -32,7 +31,6 @@ class Fifo {
   ~Fifo() {
     while (!empty()) pop_front();
     for (T* b : blocks_) LinePool::FreeChunk(b);
-    LinePool::FreeChunk(spare_);
   }
 
   size_t size() const { return size_; }
@@ -48,10 +46,7 @@ class Fifo {
     const size_t at = head_ + size_;
     if (at / kPerBlock == blocks_.size()) {
       blocks_.reserve(blocks_.size() + 1);  // nothing throws past this
-      T* block = spare_ != nullptr
-                     ? std::exchange(spare_, nullptr)
-                     : static_cast<T*>(LinePool::AllocateChunk());
-      blocks_.push_back(block);
+      blocks_.push_back(static_cast<T*>(LinePool::AllocateChunk()));
     }
     T* slot = new (&At(at)) T();
     ++size_;
@@ -63,13 +58,8 @@ class Fifo {
     --size_;
     if (++head_ < kPerBlock) return;
     head_ = 0;
-    T* left = blocks_.front();
+    LinePool::FreeChunk(blocks_.front());
     blocks_.erase(blocks_.begin());
-    if (spare_ == nullptr) {
-      spare_ = left;
-    } else {
-      LinePool::FreeChunk(left);
-    }
   }
 
   // Front to back.
@@ -95,7 +85,6 @@ class Fifo {
   T& At(size_t at) { return blocks_[at / kPerBlock][at % kPerBlock]; }
 
   std::vector<T*> blocks_;  // front block first
-  T* spare_ = nullptr;      // a block the front left, for the back
   size_t head_ = 0;         // the front's place in blocks_[0]
   size_t size_ = 0;
 };

@@ -60,8 +60,9 @@ TEST_CASE("fifo: a popped element's contents go at once", "[fifo]") {
 TEST_CASE("fifo: a block the front leaves is taken again by the back",
           "[fifo]") {
   // The stock counts chunks not in use: a queue that steps along, one
-  // element in and one out, keeps at most two blocks (the one in use and a
-  // spare) however far it goes, and gives both back when it goes.
+  // element in and one out, keeps at most two blocks out of it (where the
+  // front is and where the back is) however far it goes, taking each next
+  // block from it and giving each left one back, and all when it goes.
   const size_t four = 4 * LinePool::kChunkBytes;
   while (LinePool::Stock(four) < four) {
   }
