@@ -69,6 +69,13 @@ struct Lease : LinePooled {
   // Sets every text field (none may view this lease's own text).
   void SetText(const Text& fields) {
     text_.clear();
+    size_t bytes = 1;  // and the terminating zero
+    for (const std::string_view field : fields) bytes += field.size();
+    // Once past the inline bytes, whole lines: no block grows twice.
+    if (bytes > text_.capacity() + 1) {
+      text_.reserve((bytes + LinePool::kLine - 1) / LinePool::kLine *
+                        LinePool::kLine - 1);
+    }
     for (int f = 0; f < kFields; ++f) {
       // Most are empty: an append is a call into std::string.
       if (!fields[f].empty()) text_.append(fields[f]);
@@ -77,7 +84,7 @@ struct Lease : LinePooled {
   }
   // Sets one text field (`value` may view this lease's text).
   void Set(Field f, std::string_view value) {
-    const std::string old = text_;  // SetText clears text_
+    const std::string old(text_);  // SetText clears text_
     const std::string copy(value);
     Text fields;
     for (int i = 0; i < kFields; ++i) {
@@ -129,7 +136,8 @@ struct Lease : LinePooled {
     return text.substr(begin, ends[f] - begin);
   }
 
-  std::string text_;
+  // Past 15 bytes in LinePool, not malloc (common/line_pool.h).
+  LinePoolString text_;
   uint32_t ends_[kFields] = {};  // where each field ends in text_
 };
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace brake {
 
@@ -59,5 +60,29 @@ struct LinePooled {
     LinePool::Free(p, bytes);
   }
 };
+
+// An allocator of LinePool blocks, for a container that belongs to a
+// pooled object: a lease's text past the string's 15 inline bytes (a task
+// named by a UUID) came from malloc, a block of fresh heap per open lease on
+// the request's path, and 4 KiB pages faulted in there one by one.
+template <class T>
+struct LinePoolAllocator {
+  using value_type = T;
+  LinePoolAllocator() = default;
+  template <class U>
+  LinePoolAllocator(const LinePoolAllocator<U>&) {}  // NOLINT: conversion
+  T* allocate(size_t n) {
+    return static_cast<T*>(LinePool::Allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) { LinePool::Free(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const LinePoolAllocator<U>&) const {
+    return true;
+  }
+};
+
+// A string whose text, once past the inline bytes, is in LinePool.
+using LinePoolString =
+    std::basic_string<char, std::char_traits<char>, LinePoolAllocator<char>>;
 
 }  // namespace brake
