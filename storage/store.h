@@ -95,6 +95,9 @@ class Store {
   Status Checkpoint();
 
   static int SchemaVersion();  // the newest schema this binary knows
+  // The page size of a database Open creates; one made before keeps its
+  // own (docs/OPERATIONS.md says how to convert it).
+  static constexpr int kPageBytes = 16384;
   // Whether Open ran PRAGMA quick_check.
   bool quick_checked() const;
 

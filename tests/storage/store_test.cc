@@ -276,6 +276,27 @@ TEST_CASE("Store rolls back the whole batch when one row fails", "[storage]") {
   CHECK(MustLoad(*store).limiters.size() == 3);
 }
 
+TEST_CASE("Store makes a new database in pages of kPageBytes and keeps an older one's",
+          "[storage]") {
+  TempDir dir;
+  const std::string fresh = dir.File("fresh.db");
+  MustApply(*MustOpen(fresh), FullBatch());
+  CHECK(*QueryRawInt(fresh, "PRAGMA page_size") == Store::kPageBytes);
+  CHECK(*QueryRawText(fresh, "PRAGMA journal_mode") == "wal");
+
+  // A database made with 4 KiB pages opens, keeps them and its rows.
+  const std::string older = dir.File("older.db");
+  REQUIRE(ExecRawSql(older, "PRAGMA page_size=4096; CREATE TABLE t(x);").ok());
+  REQUIRE(*QueryRawInt(older, "PRAGMA page_size") == 4096);
+  {
+    auto store = MustOpen(older);
+    MustApply(*store, FullBatch());
+    CHECK(Strs(MustLoad(*store), "policies") ==
+          Strs(MustLoad(*MustOpen(fresh)), "policies"));
+  }
+  CHECK(*QueryRawInt(older, "PRAGMA page_size") == 4096);
+}
+
 TEST_CASE("Store refuses a newer schema and leaves the file untouched",
           "[storage]") {
   TempDir dir;
