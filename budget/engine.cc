@@ -321,7 +321,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
       int64_t amount = AmountFor(spec[i].resource, want);
       ChargeLimit(*limiter, spec[i], amount, now_us);
       charge->scope = n;
-      charge->limit = spec[i].name;
+      charge->limit.assign(spec[i].name);
       charge->resource = spec[i].resource;
       charge->amount = amount;
       charge->limiter = limiter;

@@ -50,7 +50,7 @@ Limiter* Engine::Instance(Subject& s, const std::string& scope,
     auto gone = std::remove_if(charges.begin(), charges.end(),
                                [&](const LeaseCharge& c) {
                                  return lease.ScopeOf(c) == scope &&
-                                        c.limit == spec->name;
+                                        std::string_view(c.limit) == spec->name;
                                });
     if (gone != charges.end()) {
       charges.erase(gone, charges.end());

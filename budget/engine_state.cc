@@ -65,7 +65,7 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
     const Policy* policy = l == nullptr ? PolicyFor(scope) : nullptr;
     for (size_t i = 0; policy != nullptr && i < policy->limits.size(); ++i) {
       const LimitSpec& spec = policy->limits[i];
-      if (spec.name == c.limit && spec.algorithm == Algorithm::kConcurrency) {
+      if (spec.name == std::string_view(c.limit) && spec.algorithm == Algorithm::kConcurrency) {
         Resident r = Use("", scope, now_us);
         l = Instance(*r.subject, *r.scope, *policy, i, now_us,
                      /*create=*/true);

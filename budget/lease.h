@@ -23,7 +23,7 @@ namespace brake {
 class Limiter;
 
 struct LeaseCharge {
-  std::string limit;  // limit name
+  LinePoolString limit;  // limit name (past 15 bytes in LinePool)
   // The engine's limiter, while it holds one (not stored; nullptr after a
   // restore). Valid while the lease is open: a subject with an open lease
   // is never evicted, and replacing a limiter removes its charges.

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/line_pool.h"
+
 namespace brake {
 
 template <class T, size_t N>
@@ -28,7 +30,7 @@ class SmallVector {
  public:
   SmallVector() = default;
   SmallVector(const SmallVector& o) : slots_(o.slots_), size_(o.size_) {
-    if (o.heap_ != nullptr) heap_ = std::make_unique<std::vector<T>>(*o.heap_);
+    if (o.heap_ != nullptr) heap_ = std::make_unique<Heap>(*o.heap_);
   }
   SmallVector& operator=(const SmallVector& o) {
     if (this != &o) *this = SmallVector(o);
@@ -98,15 +100,18 @@ class SmallVector {
   bool spilled() const { return heap_ != nullptr && !heap_->empty(); }
   // Moves the elements to the vector; the caller then grows it past N.
   void Spill(size_t capacity) {
-    if (heap_ == nullptr) heap_ = std::make_unique<std::vector<T>>();
+    if (heap_ == nullptr) heap_ = std::make_unique<Heap>();
     heap_->reserve(capacity);
     for (size_t i = 0; i < size_; ++i) heap_->push_back(std::move(slots_[i]));
   }
 
   std::array<T, N> slots_{};
   uint32_t size_ = 0;
-  // The elements, once there are more than N.
-  std::unique_ptr<std::vector<T>> heap_;
+  // The elements, once there are more than N: the vector and its elements
+  // from LinePool, like the object that holds them (malloc's fresh pages
+  // faulted in on the request's path, one per ~40 hierarchical leases).
+  struct Heap : std::vector<T, LinePoolAllocator<T>>, LinePooled {};
+  std::unique_ptr<Heap> heap_;
 };
 
 }  // namespace brake

@@ -84,7 +84,7 @@ bool DecodeObject(const json& j, Lease* l) {
   for (const json& c : j.at("charges")) {
     LeaseCharge charge;
     charge.scope = ScopeIndex(&all, c.at(0).get<std::string>());
-    charge.limit = c.at(1).get<std::string>();
+    charge.limit.assign(c.at(1).get<std::string>());
     if (!ParseResource(c.at(2).get<std::string>(), &charge.resource)) {
       return false;
     }
@@ -119,7 +119,7 @@ bool DecodeArray(std::string_view id, const json& j, Lease* l) {
       if (at < 0 || static_cast<uint64_t>(at) >= reserved) return false;
       charge.scope = static_cast<uint32_t>(at);
     }
-    charge.limit = c.at(1).get<std::string>();
+    charge.limit.assign(c.at(1).get<std::string>());
     if (!ResourceOfCode(Integer(c.at(2)), &charge.resource)) return false;
     charge.amount = Integer(c.at(3));
     l->charges.push_back(std::move(charge));

@@ -69,6 +69,15 @@ TEST_CASE("lease: text past the inline bytes is in whole pool lines",
     CHECK(reinterpret_cast<uintptr_t>(l.AllText().data()) % LinePool::kLine ==
           0);
   }
+  SECTION("so is a charge's long limit name") {
+    for (Lease& l : leases) {
+      l.charges.resize(1);
+      l.charges[0].limit.assign("tokens_per_minute_for_gpt4o");
+      CHECK(reinterpret_cast<uintptr_t>(l.charges[0].limit.data()) %
+                LinePool::kLine ==
+            0);
+    }
+  }
   SECTION("longer text up to the line's end keeps the block") {
     Lease& l = leases[0];
     const char* block = l.AllText().data();

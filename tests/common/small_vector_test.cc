@@ -2,8 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "common/line_pool.h"
 
 namespace brake {
 namespace {
@@ -93,6 +96,25 @@ TEST_CASE("small vector: clear returns to the slots and a move keeps all",
   CHECK(moved.empty());  // NOLINT(bugprone-use-after-move): left empty
   moved.push_back("y");
   CHECK(All(moved) == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("small vector: spilled elements are in whole pool lines",
+          "[small_vector]") {
+  // From malloc a block starts 16 bytes into a line three times in four:
+  // eight spills all starting a line say LinePool made them.
+  std::vector<SmallVector<int64_t, 1>> vs(8);
+  for (auto& v : vs) {
+    v.resize(3);
+    CHECK(reinterpret_cast<uintptr_t>(v.data()) % LinePool::kLine == 0);
+    CHECK(v[2] == 0);
+  }
+  SECTION("a copy spills into its own lines") {
+    vs[0][2] = 7;
+    const SmallVector<int64_t, 1> copy(vs[0]);
+    CHECK(copy.data() != vs[0].data());
+    CHECK(reinterpret_cast<uintptr_t>(copy.data()) % LinePool::kLine == 0);
+    CHECK(copy[2] == 7);
+  }
 }
 
 }  // namespace

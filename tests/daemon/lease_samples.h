@@ -34,7 +34,7 @@ inline void SetScopes(Lease* l, std::vector<std::string> reserved,
   for (size_t i = 0; i < charges.size(); ++i) {
     LeaseCharge c;
     c.scope = at[i];
-    c.limit = charges[i].limit;
+    c.limit.assign(charges[i].limit);
     c.resource = charges[i].resource;
     c.amount = charges[i].amount;
     l->charges.push_back(c);
@@ -50,7 +50,7 @@ inline std::vector<std::string> ReservedOf(const Lease& l) {
 inline std::vector<NamedCharge> ChargesOf(const Lease& l) {
   std::vector<NamedCharge> out;
   for (const LeaseCharge& c : l.charges) {
-    out.push_back({l.ScopeOf(c), c.limit, c.resource, c.amount});
+    out.push_back({l.ScopeOf(c), std::string(c.limit), c.resource, c.amount});
   }
   return out;
 }
