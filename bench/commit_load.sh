@@ -14,7 +14,9 @@
 # its minor page faults per acquire + commit over the run
 # (/proc/PID/task/TID/stat). With COMMIT=0 in the environment it runs
 # acquires alone, as bench/compare does (their leases stay open), and the
-# figures are per acquire.
+# figures are per acquire. SCOPES and LIMIT set the buckets (fresh_braked.sh):
+# SCOPES='global user:* task:*' LIMIT=requests_per_second_cap charges three
+# limits on every lease.
 # docs/performance/12-twelfth-pass.md has figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}

@@ -3,7 +3,9 @@
 # max_open_leases 1e9) on a socket and database in a new temporary
 # directory, removed on exit, and waits until it answers. Sets D (the
 # directory; its socket is $D/s.sock) and P (braked's pid). GenerousBucket
-# BUILD then sets compare's task:* token bucket, which never denies.
+# BUILD then sets compare's task:* token bucket, which never denies; with
+# SCOPES (e.g. 'global user:* task:*') in the environment it sets one on each
+# of those scopes instead, and LIMIT names it (default rps).
 FreshBraked() {
   D=$(mktemp -d /tmp/braked.XXXX)
   trap 'rm -rf "$D"' EXIT
@@ -18,7 +20,11 @@ FreshBraked() {
 }
 
 GenerousBucket() {
-  "$1/ctl/brakectl" --socket "$D/s.sock" policy set 'task:*' \
-    '{"limits":[{"name":"rps","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
-    > /dev/null
+  local scope scopes
+  read -ra scopes <<< "${SCOPES:-task:*}"  # split, never globbed
+  for scope in "${scopes[@]}"; do
+    "$1/ctl/brakectl" --socket "$D/s.sock" policy set "$scope" \
+      '{"limits":[{"name":"'"${LIMIT:-rps}"'","resource":"requests","algorithm":"token_bucket","rate":1000000000,"per_ms":1000,"burst":1000000000}]}' \
+      > /dev/null
+  done
 }
