@@ -9,7 +9,9 @@
 # the leases open (brake_leases_open). The figure includes what the burst
 # left resident besides the leases (batches that waited for the storage
 # thread, SQLite's cache); brake-decide-bench --memory-subjects gives the
-# engine's share alone. docs/performance/17-seventeenth-pass.md has figures.
+# engine's share alone. TASK_PREFIX in the environment names the tasks
+# (default cmp-; compare's are cmp-batched-16x16-r1-, past the 15 bytes a
+# string holds in place). docs/performance/17-seventeenth-pass.md has figures.
 set -eu
 B=$1; DEPTH=${2:-20000}
 . "$(dirname "$0")/fresh_braked.sh"
@@ -18,7 +20,7 @@ GenerousBucket "$B"
 rss() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$P/status"; }
 BEFORE=$(rss)
 "$B/bench/brake-bench" --socket "$D/s.sock" --connections 16 \
-  --depth "$DEPTH" --once --seconds 120 --user cmp --task-prefix cmp- \
+  --depth "$DEPTH" --once --seconds 120 --user cmp --task-prefix "${TASK_PREFIX:-cmp-}" \
   --json > "$D/run.json"
 sleep 0.5  # the last batch stored
 AFTER=$(rss)

@@ -296,9 +296,16 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
 
   // A recycled lease object: every field is assigned, reusing its strings.
   Lease& lease = leases_.Open(SaturatingAdd(now_us, lease_ttl_us_));
-  lease.SetText({"", req.user, req.task,
-                 new_task ? req.parent : task->parent, req.resource,
-                 req.model, req.fingerprint});
+  // The user, task, parent and resource are read from the keys of its
+  // scopes (UseSubjects' order: global, user, task, the ancestors from the
+  // parent up, the resource last); its text keeps the model and the
+  // fingerprint.
+  lease.SetText({"", "", "", "", "", req.model, req.fingerprint});
+  const bool has_parent = !(new_task ? req.parent : task->parent).empty();
+  lease.KeyFields(1, 2, has_parent ? 3 : Lease::kInText,
+                  req.resource.empty()
+                      ? Lease::kInText
+                      : static_cast<uint32_t>(subjects.size() - 1));
   lease.requests = want.requests;
   lease.tokens = want.tokens;
   lease.usd_nano = want.usd_nano;

@@ -54,7 +54,11 @@ struct Lease : LinePooled {
   enum Field { kId, kUser, kTask, kParent, kResource, kModel, kFingerprint,
                kFields };
   using Text = std::array<std::string_view, kFields>;
-  std::string_view Get(Field f) const { return FieldOf(text_, ends_, f); }
+  std::string_view Get(Field f) const {
+    const uint8_t* at = KeyedAt(f);
+    if (at != nullptr && *at != 0) return NameOfKey(*scopes[*at - 1u]);
+    return FieldOf(text_, ends_, f);
+  }
   std::string_view id() const { return Get(kId); }  // "" for this run's
   std::string_view user() const { return Get(kUser); }
   std::string_view task() const { return Get(kTask); }
@@ -62,12 +66,12 @@ struct Lease : LinePooled {
   std::string_view resource() const { return Get(kResource); }
   std::string_view model() const { return Get(kModel); }
   std::string_view fingerprint() const { return Get(kFingerprint); }
-  // The text fields back to back, and where each ends in it (kFields
-  // offsets): the drain copies a lease's text whole (daemon/lease_snapshot.h).
+  // The text fields kept in the lease's own text, back to back (a field
+  // read from a scope's key is not there).
   std::string_view AllText() const { return text_; }
-  const uint32_t* TextEnds() const { return ends_; }
   // Sets every text field (none may view this lease's own text).
   void SetText(const Text& fields) {
+    keyed_ = {};
     text_.clear();
     size_t bytes = 1;  // and the terminating zero
     for (const std::string_view field : fields) bytes += field.size();
@@ -82,16 +86,30 @@ struct Lease : LinePooled {
       ends_[f] = static_cast<uint32_t>(text_.size());
     }
   }
-  // Sets one text field (`value` may view this lease's text).
+  // Sets one text field (`value` may view this lease's text); every field
+  // is in the text afterwards.
   void Set(Field f, std::string_view value) {
-    const std::string old(text_);  // SetText clears text_
-    const std::string copy(value);
+    std::string copies[kFields];  // SetText clears text_
     Text fields;
     for (int i = 0; i < kFields; ++i) {
-      fields[i] = FieldOf(old, ends_, static_cast<Field>(i));
+      copies[i] = i == f ? value : Get(static_cast<Field>(i));
+      fields[i] = copies[i];
     }
-    fields[f] = copy;
     SetText(fields);
+  }
+  // Reads the user, task, parent and resource from the keys of scopes
+  // (an index into `scopes` each, or kInText: from the text, where SetText
+  // put them). A grant's lease names them in its scopes anyway ("user:" +
+  // its user, a key of the engine's that stays while the lease is open), so
+  // that its text holds only what no scope names: for most leases nothing
+  // past the string's 15 inline bytes, and no block of its own.
+  static constexpr uint32_t kInText = UINT32_MAX;
+  void KeyFields(uint32_t user, uint32_t task, uint32_t parent,
+                 uint32_t resource) {
+    auto at = [](uint32_t i) {
+      return static_cast<uint8_t>(i == kInText ? 0 : i + 1);
+    };
+    keyed_ = {at(user), at(task), at(parent), at(resource)};
   }
 
   int64_t requests = 0;  // reserved
@@ -123,6 +141,9 @@ struct Lease : LinePooled {
   // Gives the lease its own copies of `all` (the first `n_reserved` its
   // reserved scopes), replacing its scopes.
   void OwnScopes(std::vector<std::string> all, uint32_t n_reserved) {
+    if (keyed_ != Keyed{}) {  // the fields leave the old scopes' keys first
+      Set(kUser, Get(kUser));
+    }
     names = std::make_unique<std::vector<std::string>>(std::move(all));
     scopes.clear();
     for (const std::string& s : *names) scopes.push_back(&s);
@@ -135,10 +156,27 @@ struct Lease : LinePooled {
     const uint32_t begin = f == kId ? 0 : ends[f - 1];
     return text.substr(begin, ends[f] - begin);
   }
+  // "user:alice" -> "alice": a key's name, after its kind.
+  static std::string_view NameOfKey(std::string_view key) {
+    return key.substr(key.find(':') + 1);
+  }
+  // Where field `f` is read from a scope key (0: in the text, else the
+  // scope's index + 1); nullptr for a field never keyed.
+  using Keyed = std::array<uint8_t, 4>;  // user, task, parent, resource
+  const uint8_t* KeyedAt(Field f) const {
+    switch (f) {
+      case kUser: return &keyed_[0];
+      case kTask: return &keyed_[1];
+      case kParent: return &keyed_[2];
+      case kResource: return &keyed_[3];
+      default: return nullptr;
+    }
+  }
 
   // Past 15 bytes in LinePool, not malloc (common/line_pool.h).
   LinePoolString text_;
   uint32_t ends_[kFields] = {};  // where each field ends in text_
+  Keyed keyed_ = {};
 };
 
 // Four lines of LinePool: hundreds of thousands are open at once under a

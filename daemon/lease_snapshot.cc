@@ -137,8 +137,16 @@ class SnapshotSource {
 }  // namespace
 
 void AppendLeaseSnapshot(const Lease& l, std::string* out) {
-  const std::string_view text = l.AllText();
-  size_t size = sizeof(uint32_t) * Lease::kFields + text.size() +
+  // Each field where the lease keeps it: its text or a scope's key.
+  Lease::Text fields;
+  uint32_t ends[Lease::kFields];
+  uint32_t text = 0;
+  for (int f = 0; f < Lease::kFields; ++f) {
+    fields[f] = l.Get(static_cast<Lease::Field>(f));
+    text += static_cast<uint32_t>(fields[f].size());
+    ends[f] = text;
+  }
+  size_t size = sizeof(uint32_t) * Lease::kFields + text +
                 sizeof(int64_t) * kLeaseNumbers + 3 * sizeof(uint32_t);
   for (const std::string* s : l.scopes) size += sizeof(uint32_t) + s->size();
   for (const LeaseCharge& c : l.charges) {
@@ -147,8 +155,10 @@ void AppendLeaseSnapshot(const Lease& l, std::string* out) {
   const size_t at = out->size();
   out->resize(at + size);
   Writer w(out->data() + at);
-  w.Bytes(l.TextEnds(), sizeof(uint32_t) * Lease::kFields);
-  w.Bytes(text.data(), text.size());
+  w.Bytes(ends, sizeof ends);
+  for (const std::string_view field : fields) {
+    w.Bytes(field.data(), field.size());
+  }
   const std::array<int64_t, kLeaseNumbers> numbers = LeaseNumbers(l);
   w.Bytes(numbers.data(), sizeof numbers);
   w.U32(static_cast<uint32_t>(l.scopes.size()));

@@ -180,6 +180,55 @@ TEST_CASE("engine: cancel releases everything", "[engine]") {
   Grant(e, Req("alice", "t1", 1000), kT0 + 10);
 }
 
+TEST_CASE("engine: a grant's lease names its subjects by their keys",
+          "[engine]") {
+  Engine e("L", kTtlUs);
+  e.SetPolicy("task:*", MakePolicy({BucketSpec("rps", 100, 1000, 100)}));
+  const std::string task = "task-3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b";
+  Grant(e, Req("alice", "root"), kT0);
+  const std::string id = Grant(
+      e, WithResource(WithParent(Req("alice", task), "root"), "db"), kT0);
+  const Lease* lease = e.FindLease(id);
+  REQUIRE(lease != nullptr);
+  CHECK(lease->user() == "alice");
+  CHECK(lease->task() == task);
+  CHECK(lease->parent() == "root");
+  CHECK(lease->resource() == "db");
+  // Its own text holds none of them: no block for a long task name.
+  CHECK(lease->AllText().empty());
+
+  SECTION("a later grant of the task keeps its recorded parent") {
+    const Lease* again = e.FindLease(Grant(e, Req("alice", task), kT0 + 1));
+    REQUIRE(again != nullptr);
+    CHECK(again->parent() == "root");
+    CHECK(again->resource().empty());
+    CHECK(again->AllText().empty());
+  }
+  SECTION("its stored form and its ledger row name them") {
+    Batch b = DrainAll(e);
+    bool found = false;
+    for (const LeasePuts::Row row : b.leases_put) {
+      if (row.id != id) continue;
+      found = true;
+      auto decoded = DecodeLease(row.id, row.json);
+      REQUIRE(decoded.ok());
+      CHECK(decoded->user() == "alice");
+      CHECK(decoded->task() == task);
+      CHECK(decoded->parent() == "root");
+      CHECK(decoded->resource() == "db");
+    }
+    CHECK(found);
+    Commit(e, id, 0, kT0 + 2);
+    b = DrainAll(e);
+    REQUIRE(b.ledger_append.size() == 1);
+    const LedgerView row = b.ledger_append[0];
+    CHECK(row.user == "alice");
+    CHECK(row.task == task);
+    CHECK(row.parent == "root");
+    CHECK(row.resource == "db");
+  }
+}
+
 TEST_CASE("engine: an expired lease settles at its estimate", "[engine]") {
   Engine e("L", kTtlUs);
   e.SetPrice("m", Price{kNanoUsdPerUsd, 2 * kNanoUsdPerUsd});

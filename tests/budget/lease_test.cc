@@ -57,6 +57,54 @@ TEST_CASE("lease: text fields read back what was set", "[lease]") {
   }
 }
 
+TEST_CASE("lease: keyed fields read from the keys of its scopes",
+          "[lease]") {
+  const std::string user = "user:alice";
+  const std::string task = "task:a-task-named-at-length-0123456789";
+  const std::string parent = "task:root";
+  const std::string resource = "resource:open:ai";  // a ':' in the name
+  Lease l;
+  l.SetText({"", "", "", "", "", "gpt-4o", "9f2c"});
+  l.scopes.push_back(&user);
+  l.scopes.push_back(&task);
+  l.scopes.push_back(&parent);
+  l.scopes.push_back(&resource);
+  l.KeyFields(0, 1, 2, 3);
+  CHECK(l.user() == "alice");
+  CHECK(l.task() == "a-task-named-at-length-0123456789");
+  CHECK(l.parent() == "root");
+  CHECK(l.resource() == "open:ai");
+  CHECK(l.model() == "gpt-4o");
+  CHECK(l.fingerprint() == "9f2c");
+  CHECK(l.AllText() == "gpt-4o9f2c");  // nothing a scope names
+
+  SECTION("a field in the text is read from there") {
+    l.SetText({"", "", "", "p", "", "", ""});
+    l.KeyFields(0, 1, Lease::kInText, Lease::kInText);
+    CHECK(l.user() == "alice");
+    CHECK(l.parent() == "p");
+    CHECK(l.resource().empty());
+  }
+  SECTION("setting a field puts every field in the text") {
+    l.Set(Lease::kModel, "m");
+    CHECK(l.user() == "alice");
+    CHECK(l.task() == "a-task-named-at-length-0123456789");
+    CHECK(l.resource() == "open:ai");
+    CHECK(l.AllText() == "alicea-task-named-at-length-0123456789rootopen:aim9f2c");
+  }
+  SECTION("owning new scopes keeps the fields the old ones named") {
+    l.OwnScopes({"global", "user:bob", "task:other"}, 3);
+    CHECK(l.user() == "alice");
+    CHECK(l.task() == "a-task-named-at-length-0123456789");
+    CHECK(l.resource() == "open:ai");
+  }
+  SECTION("setting the text again forgets the keys") {
+    l.SetText({});
+    CHECK(l.user().empty());
+    CHECK(l.task().empty());
+  }
+}
+
 TEST_CASE("lease: text past the inline bytes is in whole pool lines",
           "[lease]") {
   // A task named by a UUID: from malloc its text would start 16 bytes into

@@ -58,6 +58,15 @@ TEST_CASE("lease snapshot: its stored form is the lease's", "[lease]") {
   Lease escaped = SampleLease();
   escaped.SetText({"", "a\"b", std::string("c\0d", 3), "\x01", "\\", "", ""});
   CheckStoredFormOfSnapshot(escaped);
+  // User, task, parent and resource read from its scopes' keys, as a
+  // grant's are: the copy carries them, and they read back.
+  Lease keyed = SampleLease();
+  keyed.SetText({"abc-17", "", "", "", "", "gpt-4o", "9f2c"});
+  keyed.KeyFields(1, 2, 3, 4);
+  CheckStoredFormOfSnapshot(keyed);
+  auto stored = EncodeSnapshot(Snapshot(keyed));
+  REQUIRE(stored.ok());
+  CHECK(*stored == EncodeLease(SampleLease()));
 }
 
 TEST_CASE("lease snapshot: rows keep their ids and freshness", "[lease]") {
