@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -95,9 +97,34 @@ bool DecodeObject(const json& j, Lease* l) {
   return true;
 }
 
-// Format 2: the positional array.
+// The lease's own scopes of format 2 (strings) or 3 (strings, or codes of
+// scopes its text fields spell: daemon/lease_writer.h), after its text.
+bool DecodeScopes(const json& scopes, int format, const Lease& l,
+                  std::vector<std::string>* out) {
+  if (!scopes.is_array()) return false;
+  for (const json& s : scopes) {
+    if (s.is_string()) {
+      out->push_back(s.get<std::string>());
+      continue;
+    }
+    const int64_t code = Integer(s);
+    if (format < 3 || code < 0 || code >= kScopeCodes) return false;
+    if (code == 0) {
+      out->push_back("global");
+      continue;
+    }
+    const std::string_view name = l.Get(kScopeCodeFields[code]);
+    if (name.empty()) return false;
+    out->push_back(std::string(kScopeCodePrefixes[code]) + std::string(name));
+  }
+  return true;
+}
+
+// Formats 2 and 3: the positional array.
 bool DecodeArray(std::string_view id, const json& j, Lease* l) {
-  if (j.size() != 14 || Integer(j.at(0)) != kLeaseFormat) return false;
+  if (j.size() != 14) return false;
+  const int64_t format = Integer(j.at(0));
+  if (format != 2 && format != kLeaseFormat) return false;
   // Positions 1-6 are the text fields after the id, in Lease::Field order.
   DecodeText(id, [&](int f) -> const json& { return j.at(f); }, l);
   l->requests = Integer(j.at(7));
@@ -105,7 +132,10 @@ bool DecodeArray(std::string_view id, const json& j, Lease* l) {
   l->usd_nano = Integer(j.at(9));
   l->granted_at_us = Integer(j.at(10));
   l->expires_at_us = Integer(j.at(11));
-  auto all = j.at(12).get<std::vector<std::string>>();
+  std::vector<std::string> all;
+  if (!DecodeScopes(j.at(12), static_cast<int>(format), *l, &all)) {
+    return false;
+  }
   const size_t reserved = all.size();
   const json& charges = j.at(13);
   if (!charges.is_array()) return false;

@@ -1,4 +1,4 @@
-// WriteStoredLease: the stored form of an open lease (format 2,
+// WriteStoredLease: the stored form of an open lease (format 3,
 // daemon/lease_codec.h), written from either of the two places a lease is
 // read from: a Lease (EncodeLease) or the drain's copy of one
 // (daemon/lease_snapshot.h). A source `S` has
@@ -28,7 +28,34 @@
 
 namespace brake {
 
-inline constexpr int kLeaseFormat = 2;
+inline constexpr int kLeaseFormat = 3;
+
+// Format 3 writes a lease's own scope as a code when it is one its text
+// fields spell (as a grant's are): global, its user, its task, its parent
+// and its resource, 0 to 4 in that order; a code is the prefix and the
+// field, never an empty one (a lease with no parent has no code 3).
+inline constexpr int kScopeCodes = 5;
+inline constexpr std::string_view kScopeCodePrefixes[kScopeCodes] = {
+    "", "user:", "task:", "task:", "resource:"};
+inline constexpr Lease::Field kScopeCodeFields[kScopeCodes] = {
+    Lease::kId, Lease::kUser, Lease::kTask, Lease::kParent,
+    Lease::kResource};
+
+// The code of `scope` among a lease's whose text field `f` reads
+// `field(f)`, or -1 when it has none.
+template <typename FieldOf>
+int ScopeCode(std::string_view scope, const FieldOf& field) {
+  if (scope == "global") return 0;
+  for (int code = 1; code < kScopeCodes; ++code) {
+    const std::string_view prefix = kScopeCodePrefixes[code];
+    if (scope.size() > prefix.size() &&
+        scope.compare(0, prefix.size(), prefix) == 0 &&
+        scope.substr(prefix.size()) == field(kScopeCodeFields[code])) {
+      return code;
+    }
+  }
+  return -1;
+}
 
 // A lease's numbers in the stored form's order.
 inline constexpr int kLeaseNumbers = 5;
@@ -43,7 +70,7 @@ struct LeaseChargeView {
   int64_t amount = 0;
 };
 
-// Resource codes of format 2; fixed here, not the enum's order.
+// Resource codes of formats 2 and 3; fixed here, not the enum's order.
 inline int ResourceCode(Resource r) {
   switch (r) {
     case Resource::kRequests: return 0;
@@ -141,9 +168,14 @@ void WriteStoredLease(const S& s, std::string* text) {
   }
   w.Char(',');
   w.Char('[');
+  auto field = [&s](Lease::Field f) { return s.Text(f); };
   for (uint32_t i = 0; i < s.Reserved(); ++i) {
     if (i > 0) w.Char(',');
-    w.String(s.Scope(i));
+    if (const int code = ScopeCode(s.Scope(i), field); code >= 0) {
+      w.Int(code);
+    } else {
+      w.String(s.Scope(i));
+    }
   }
   w.Char(']');
   w.Char(',');

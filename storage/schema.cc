@@ -148,6 +148,14 @@ INSERT INTO lease_settled(chunk, settled)
   SELECT id, settled FROM lease_chunks WHERE settled <> '';
 ALTER TABLE lease_chunks DROP COLUMN settled;
 )sql",
+    // 6 -> 7: lease lines name a lease's own scopes by codes where its
+    // fields spell them (format 3, daemon/lease_codec.h); lines of formats
+    // 1 and 2 still read. No table changes: as for 3 -> 4, the version
+    // keeps an older braked, which cannot read the new form, from starting
+    // on the file.
+    R"sql(
+SELECT 1;
+)sql",
 };
 
 // Ends the open transaction, if SQLite has not already ended it itself (it

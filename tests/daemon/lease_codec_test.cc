@@ -1,4 +1,4 @@
-// The stored lease form: format 2 round trips exactly, reads back what
+// The stored lease form: format 3 round trips exactly, reads back what
 // format 1 (schema 3 and before) wrote, and damage of any kind is a
 // storage error, never a crash or a half-read lease.
 #include "daemon/lease_codec.h"
@@ -107,11 +107,11 @@ TEST_CASE("lease codec: leases round trip", "[codec][lease]") {
 TEST_CASE("lease codec: the compact form", "[codec][lease]") {
   const std::string text = EncodeLease(SampleLease());
   // The id is the row's, charges name their scope by index.
+  // Its own scopes are codes: each is spelled by its text fields.
   CHECK(text ==
-        R"([2,"alice","t-42","t-7","openai","gpt-4o","9f2c",1,1200,12000000,)"
-        R"(1700000000000000,1700000600000000,["global","user:alice","task:t-42",)"
-        R"("task:t-7","resource:openai"],[[1,"daily",2,12000000],)"
-        R"([2,"inflight",0,1],[4,"tpm",1,1200]]])");
+        R"([3,"alice","t-42","t-7","openai","gpt-4o","9f2c",1,1200,12000000,)"
+        R"(1700000000000000,1700000600000000,[0,1,2,3,4],)"
+        R"([[1,"daily",2,12000000],[2,"inflight",0,1],[4,"tpm",1,1200]]])");
   CHECK(text.size() * 2 < FormatOne(SampleLease()).dump().size() + 120);
   // A charge on a scope the lease does not list keeps its name.
   Lease odd = SampleLease();
@@ -123,6 +123,34 @@ TEST_CASE("lease codec: the compact form", "[codec][lease]") {
   CheckSameLease(odd, *back);
   CHECK(EncodeLease(odd).find(R"(["task:elsewhere","n",1,3])") !=
         std::string::npos);
+}
+
+TEST_CASE("lease codec: a scope its fields do not spell is written whole",
+          "[codec][lease]") {
+  Lease l = SampleLease();
+  // Another user's scope, a name that only starts like the task's, and
+  // "task:" with no parent.
+  l.SetText({"", "alice", "t-42", "", "openai", "", ""});
+  SetScopes(&l, {"global", "user:bob", "task:t-4", "task:", "resource:openai"},
+            {{"resource:openai", "tpm", Resource::kTokens, 1}});
+  const std::string text = EncodeLease(l);
+  CHECK(text.find(R"([0,"user:bob","task:t-4","task:",4])") !=
+        std::string::npos);
+  auto back = RoundTrip(l);
+  REQUIRE(back.ok());
+  CheckSameLease(l, *back);
+}
+
+TEST_CASE("lease codec: rows of schemas 4 to 6 still read", "[codec][lease]") {
+  // Format 2, as those schemas' braked wrote it: every scope a string.
+  auto two = DecodeLease(
+      "abc-17",
+      R"([2,"alice","t-42","t-7","openai","gpt-4o","9f2c",1,1200,12000000,)"
+      R"(1700000000000000,1700000600000000,["global","user:alice","task:t-42",)"
+      R"("task:t-7","resource:openai"],[[1,"daily",2,12000000],)"
+      R"([2,"inflight",0,1],[4,"tpm",1,1200]]])");
+  REQUIRE(two.ok());
+  CheckSameLease(SampleLease(), *two);
 }
 
 TEST_CASE("lease codec: rows of schema 3 still read", "[codec][lease]") {
@@ -202,17 +230,23 @@ TEST_CASE("lease codec: malformed lease rows", "[codec][lease]") {
       with(one, "charges",
            json::array({json::array({"s", "n", "tokens", "1"})})),
       with(one, "charges", 7),
-      // Format 2.
+      // Formats 2 and 3.
       at(0, 1),
-      at(0, 3),
-      at(0, "2"),
+      at(0, 4),
+      at(0, "3"),
       at(1, 5),
       at(8, "12"),
       at(8, 1e19),
       at(8, 18446744073709551615ull),
       at(11, 1.5),
       at(12, "global"),
-      at(12, json::array({1})),
+      at(12, json::array({5})),
+      at(12, json::array({-1})),
+      at(12, json::array({1.5})),
+      at(12, json::array({json::array({0})})),
+      // A code in format 2, and one naming an empty field (no parent).
+      [&] { json j = two; j[0] = 2; j[12] = json::array({1}); return j.dump(); }(),
+      [&] { json j = two; j[3] = ""; j[12] = json::array({3}); return j.dump(); }(),
       at(13, 7),
       at(13, json::array({"x"})),
       at(13, json::array({json::array({0, "n", 1})})),

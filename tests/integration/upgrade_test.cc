@@ -58,14 +58,25 @@ class Db {
   sqlite3* db_ = nullptr;
 };
 
-// The lease of `line` ("ID\t[2,...]") as schema 3's braked wrote it: a
+// The lease of `line` ("ID\t[3,...]") as schema 3's braked wrote it: a
 // JSON object with its id (format 1).
 std::string FormatOneLine(const std::string& line) {
   const size_t tab = line.find('\t');
   REQUIRE(tab != std::string::npos);
   const std::string id = line.substr(0, tab);
-  const json two = json::parse(line.substr(tab + 1));
-  REQUIRE(two.at(0) == 2);
+  json two = json::parse(line.substr(tab + 1));
+  REQUIRE(two.at(0) == 3);
+  // Its own scopes by name: format 3's codes spelled out.
+  for (json& scope : two.at(12)) {
+    if (scope.is_string()) continue;
+    const int code = scope.get<int>();
+    const char* const kPrefixes[] = {"", "user:", "task:", "task:",
+                                     "resource:"};
+    REQUIRE(code >= 0);
+    REQUIRE(code < 5);
+    scope = code == 0 ? std::string("global")
+                      : kPrefixes[code] + two.at(code).get<std::string>();
+  }
   json charges = json::array();
   const char* const kResources[] = {"requests", "tokens", "usd"};
   for (const json& c : two.at(13)) {
@@ -108,7 +119,7 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
   {
     Db db(d.daemon.db_path());
     const std::string line = db.Text("SELECT leases FROM lease_chunks");
-    REQUIRE(line.rfind(lease + "\t[2,", 0) == 0);
+    REQUIRE(line.rfind(lease + "\t[3,", 0) == 0);
     db.SetLeases(FormatOneLine(line));
     db.Exec(kLedgerOfSchema4);
     db.Exec(kLeasesOfSchema5);
@@ -150,7 +161,7 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
   CHECK(usage["rows"][1]["tokens"] == 250);
   REQUIRE(d.daemon.Stop() == 0);
   Db db(d.daemon.db_path());
-  CHECK(db.Text("PRAGMA user_version") == "6");
+  CHECK(db.Text("PRAGMA user_version") == "7");
   // Settled: its chunk and any bitmap of it are gone.
   CHECK(db.Text("SELECT count(*) FROM lease_chunks") == "0");
   CHECK(db.Text("SELECT count(*) FROM lease_settled") == "0");
