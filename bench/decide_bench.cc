@@ -14,7 +14,8 @@
 // Between batches of kBatch decisions the engine is drained as the daemon's
 // flush timer would (the lease encoder writes nothing), and settled leases older
 // than the lease TTL are forgotten; that "housekeeping" is timed too.
-// The clock is simulated: now advances 1 us per decision.
+// The clock is simulated: now advances 1 us per decision. Each row runs in
+// a forked child of its own, on a heap no earlier row has used.
 //
 // Memory per idle subject: in a forked child (a fresh heap), RSS
 // (/proc/self/status VmRSS) before and after creating N subjects (acquire +
@@ -40,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "bench/decide_engine.h"
@@ -197,23 +199,30 @@ int64_t RssKb() {
 }
 
 // Runs `measure` in a forked child, a fresh heap (the parent's freed memory
-// cannot hide growth), and returns what it returned; -1 when it failed.
-double InChild(const std::function<double()>& measure) {
+// cannot hide growth), and returns what it returned; `failed` when it
+// failed. T is copied as bytes.
+template <class T>
+T InChild(const std::function<T()>& measure, T failed) {
+  static_assert(std::is_trivially_copyable_v<T>);
   int fds[2];
-  if (pipe(fds) != 0) return -1;
+  if (pipe(fds) != 0) return failed;
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    const double got = measure();
+    const T got = measure();
     ssize_t w = write(fds[1], &got, sizeof got);
     _exit(w == sizeof got ? 0 : 1);
   }
   close(fds[1]);
-  double got = -1;
-  if (pid < 0 || read(fds[0], &got, sizeof got) != sizeof got) got = -1;
+  T got = failed;
+  if (pid < 0 || read(fds[0], &got, sizeof got) != sizeof got) got = failed;
   close(fds[0]);
   if (pid > 0) waitpid(pid, nullptr, 0);
   return got;
+}
+
+double InChild(const std::function<double()>& measure) {
+  return InChild<double>(measure, -1);
 }
 
 // Bytes of RSS per idle subject.
@@ -401,9 +410,24 @@ int Main(int argc, char** argv) {
       for (const std::string& kind : cases) {
         for (bool prefetch : prefetches) {
           for (bool stored : storeds) {
-            PrintRow(subjects, kind, prefetch, stored, order,
-                     RunCase(kind, subjects, iterations, prefetch, stored,
-                             shuffled.get()));
+            // Each row in a child of its own: an engine made where an
+            // earlier row's was freed takes its blocks from the free lists
+            // in the order that one freed them (its table's, at random),
+            // and a million subjects in creation order were then no longer
+            // in memory order (denials at a million: 10-11 M/s in a fresh
+            // process, 5-6 M/s as the third row).
+            const CaseResult r = InChild<CaseResult>(
+                [&] {
+                  return RunCase(kind, subjects, iterations, prefetch, stored,
+                                 shuffled.get());
+                },
+                CaseResult{});
+            if (r.decisions == 0) {
+              std::fprintf(stderr, "brake-decide-bench: a row's child "
+                                   "failed\n");
+              return 1;
+            }
+            PrintRow(subjects, kind, prefetch, stored, order, r);
           }
         }
       }

@@ -1,6 +1,7 @@
 # Sourced by bench scripts (spread.sh, commit_load.sh, lease_rss.sh):
-# FreshBraked BUILD starts braked from BUILD (batched durability,
-# max_open_leases 1e9) on a socket and database in a new temporary
+# FreshBraked BUILD starts braked from BUILD (batched durability, or
+# DURABILITY's from the environment; max_open_leases 1e9) on a socket and
+# database in a new temporary
 # directory, removed on exit, and waits until it answers. Sets D (the
 # directory; its socket is $D/s.sock) and P (braked's pid). GenerousBucket
 # BUILD then sets compare's task:* token bucket, which never denies; with
@@ -9,7 +10,7 @@
 FreshBraked() {
   D=$(mktemp -d /tmp/braked.XXXX)
   trap 'rm -rf "$D"' EXIT
-  echo '{"durability":"batched","max_open_leases":1000000000}' > "$D/c.json"
+  echo '{"durability":"'"${DURABILITY:-batched}"'","max_open_leases":1000000000}' > "$D/c.json"
   "$1/daemon/braked" --socket "$D/s.sock" --db "$D/b.db" \
     --config "$D/c.json" > "$D/log" 2>&1 &
   P=$!
