@@ -30,9 +30,19 @@ struct FreeBlock {
   FreeBlock* next;
 };
 
-// The blocks of one size: those freed, then the rest of the newest chunk.
+// The blocks of one size that were freed.
 struct SizeClass {
   FreeBlock* free = nullptr;
+};
+
+// The rest of the newest chunk, whence every class takes a block when it
+// has none freed: blocks made one after another are neighbours whatever
+// their sizes. A new subject's table entry and its first limiter are made
+// in the same acquire, so that they share a 4 KiB page; at a million
+// subjects asked about at random, a decision then reads the entry and the
+// limiter with one TLB miss, not two (on the development VM, whose host
+// maps the guest's huge pages with 4 KiB ones, each a page walk).
+struct Fresh {
   char* cursor = nullptr;
   char* end = nullptr;
   size_t next_chunk = kFirstChunk;  // doubles up to kHugePage
@@ -57,6 +67,7 @@ class SpinLock {
 struct Pool {
   SpinLock mu;
   SizeClass classes[kClasses];
+  Fresh fresh;
   std::vector<void*> chunks;  // kept: a chunk's blocks may be used to exit
   std::vector<void*> stock;   // 2 MiB chunks touched, not yet used (Stock)
 };
@@ -94,13 +105,26 @@ void* TakeChunk(Pool& pool, size_t bytes) {
   return p;
 }
 
-void NewChunk(Pool& pool, SizeClass& c) {
-  const size_t bytes = c.next_chunk;
+// The lock held. What the old chunk has left (less than a block of the
+// class that asked) goes to the free lists, the largest blocks first.
+void NewChunk(Pool& pool) {
+  Fresh& f = pool.fresh;
+  for (size_t cls = kClasses; cls-- > 0;) {
+    while (static_cast<size_t>(f.end - f.cursor) >= BlockSize(cls)) {
+      auto* block = reinterpret_cast<FreeBlock*>(f.cursor);
+      ASAN_UNPOISON_MEMORY_REGION(block, sizeof(FreeBlock));
+      block->next = pool.classes[cls].free;
+      pool.classes[cls].free = block;
+      ASAN_POISON_MEMORY_REGION(block, BlockSize(cls));
+      f.cursor += BlockSize(cls);
+    }
+  }
+  const size_t bytes = f.next_chunk;
   void* p = TakeChunk(pool, bytes);
   ASAN_POISON_MEMORY_REGION(p, bytes);
-  c.cursor = static_cast<char*>(p);
-  c.end = c.cursor + bytes;
-  c.next_chunk = std::min(bytes * 2, kHugePage);
+  f.cursor = static_cast<char*>(p);
+  f.end = f.cursor + bytes;
+  f.next_chunk = std::min(bytes * 2, kHugePage);
 }
 
 }  // namespace
@@ -118,9 +142,10 @@ void* LinePool::Allocate(size_t bytes) {
     ASAN_UNPOISON_MEMORY_REGION(block, sizeof(FreeBlock));
     c.free = c.free->next;
   } else {
-    if (static_cast<size_t>(c.end - c.cursor) < size) NewChunk(pool, c);
-    block = c.cursor;
-    c.cursor += size;
+    Fresh& f = pool.fresh;
+    if (static_cast<size_t>(f.end - f.cursor) < size) NewChunk(pool);
+    block = f.cursor;
+    f.cursor += size;
   }
   ASAN_UNPOISON_MEMORY_REGION(block, size);
   return block;
@@ -141,6 +166,21 @@ void LinePool::Free(void* block, size_t bytes) {
   f->next = c.free;
   c.free = f;
   ASAN_POISON_MEMORY_REGION(block, BlockSize(cls));
+}
+
+size_t LinePool::FreeBlocks(size_t bytes) {
+  if (!Pooled(bytes)) return 0;
+  Pool& pool = ThePool();
+  std::lock_guard<SpinLock> lock(pool.mu);
+  size_t n = 0;
+  for (FreeBlock* f = pool.classes[ClassOf(bytes)].free; f != nullptr;) {
+    ASAN_UNPOISON_MEMORY_REGION(f, sizeof(FreeBlock));
+    FreeBlock* next = f->next;
+    ASAN_POISON_MEMORY_REGION(f, sizeof(FreeBlock));
+    f = next;
+    ++n;
+  }
+  return n;
 }
 
 size_t LinePool::Stock(size_t bytes) {

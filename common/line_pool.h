@@ -32,6 +32,10 @@ class LinePool {
   static void* Allocate(size_t bytes);
   // Returns a block from Allocate(`bytes`), the same `bytes`.
   static void Free(void* block, size_t bytes);
+  // How many blocks of `bytes` are kept for reuse (a walk of their list,
+  // for tests): Allocate(`bytes`) takes one of them while there are any,
+  // else the block after the one made last, of whatever size.
+  static size_t FreeBlocks(size_t bytes);
 
   // Stocks 2 MiB chunks made and touched ahead of need: the next size
   // class to run out takes one instead of a new chunk. A fresh page costs

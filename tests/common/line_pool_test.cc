@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "budget/limiter.h"
@@ -76,6 +77,34 @@ TEST_CASE("line pool: a class's next 2 MiB chunk comes from the stock",
   }
   CHECK(LinePool::Stock(0) == stocked - kChunk);
   for (void* b : blocks) LinePool::Free(b, LinePool::kMaxBytes);
+}
+
+TEST_CASE("line pool: blocks made one after another are neighbours",
+          "[line_pool]") {
+  // A subject's table entry (five lines) and then its first limiter (one),
+  // as an acquire of a new task makes them: once no freed block of either
+  // size is left, the limiter follows the entry in memory.
+  constexpr size_t kEntry = 5 * LinePool::kLine;
+  constexpr size_t kLimiter = LinePool::kLine;
+  std::vector<std::pair<void*, size_t>> held;
+  for (size_t bytes : {kEntry, kLimiter}) {
+    while (LinePool::FreeBlocks(bytes) > 0) {
+      held.emplace_back(LinePool::Allocate(bytes), bytes);
+    }
+  }
+  CHECK(LinePool::FreeBlocks(kEntry) == 0);
+  // Two pairs: the first may find too little left of its chunk.
+  bool neighbours = false;
+  for (int pair = 0; pair < 2; ++pair) {
+    char* entry = static_cast<char*>(LinePool::Allocate(kEntry));
+    void* limiter = LinePool::Allocate(kLimiter);
+    neighbours = neighbours || limiter == entry + kEntry;
+    held.emplace_back(entry, kEntry);
+    held.emplace_back(limiter, kLimiter);
+  }
+  CHECK(neighbours);
+  for (const auto& [block, bytes] : held) LinePool::Free(block, bytes);
+  CHECK(LinePool::FreeBlocks(kEntry) >= 2);
 }
 
 TEST_CASE("line pool: what a decision reads starts a line",
