@@ -55,8 +55,11 @@ struct Lease : LinePooled {
                kFields };
   using Text = std::array<std::string_view, kFields>;
   std::string_view Get(Field f) const {
+    // A scope past the end (a moved-from lease's) reads as the text's.
     const uint8_t* at = KeyedAt(f);
-    if (at != nullptr && *at != 0) return NameOfKey(*scopes[*at - 1u]);
+    if (at != nullptr && *at != 0 && *at <= scopes.size()) {
+      return NameOfKey(*scopes[*at - 1u]);
+    }
     return FieldOf(text_, ends_, f);
   }
   std::string_view id() const { return Get(kId); }  // "" for this run's

@@ -98,6 +98,13 @@ TEST_CASE("lease: keyed fields read from the keys of its scopes",
     CHECK(l.task() == "a-task-named-at-length-0123456789");
     CHECK(l.resource() == "open:ai");
   }
+  SECTION("a moved-from lease reads no scope it no longer has") {
+    Lease moved(std::move(l));
+    CHECK(moved.task() == "a-task-named-at-length-0123456789");
+    CHECK(l.scopes.empty());  // NOLINT: the moved-from lease is read on purpose
+    CHECK(l.user().empty());  // NOLINT
+    CHECK(l.resource().empty());  // NOLINT
+  }
   SECTION("setting the text again forgets the keys") {
     l.SetText({});
     CHECK(l.user().empty());
