@@ -367,4 +367,13 @@ w(P, 'lease_escapes', '{"id":"L\\u0001\\"\\\\","user":"\\u00e9","task":"t","pare
 w(P, 'lease_bad', '{"id":"L1","user":"alice","task":"t","parent":"","resource":"","model":"","fingerprint":"",'
   '"requests":1,"tokens":1,"usd_nano":0,"granted_at_us":0,"expires_at_us":1,"scopes":["global"],'
   '"charges":[["global","rps","bananas",1]]}')
+# The compact forms (formats 2 and 3, daemon/lease_codec.h): the id is the
+# row's; format 3 names a lease's own scopes by codes its fields spell.
+w(P, 'lease_format2', '[2,"alice","t-42","t-7","openai","gpt-4o","9f2c",1,1200,12000000,'
+  '1700000000000000,1700000600000000,["global","user:alice","task:t-42","task:t-7","resource:openai"],'
+  '[[1,"daily",2,12000000],[2,"inflight",0,1],[4,"tpm",1,1200]]]')
+w(P, 'lease_format3', '[3,"alice","t-42","t-7","openai","gpt-4o","9f2c",1,1200,12000000,'
+  '1700000000000000,1700000600000000,[0,1,2,3,4,"user:bob"],'
+  '[[1,"daily",2,12000000],[5,"inflight",0,1],["task:x","tpm",1,1200]]]')
+w(P, 'lease_format3_bad_code', '[3,"alice","t-42","","","","",1,0,0,0,1,[0,1,2,3],[]]')
 w(P, 'not_json', 'limits')
