@@ -3,14 +3,15 @@
 # DURABILITY's from the environment; max_open_leases 1e9) on a socket and
 # database in a new temporary
 # directory, removed on exit, and waits until it answers. Sets D (the
-# directory; its socket is $D/s.sock) and P (braked's pid). GenerousBucket
+# directory; its socket is $D/s.sock) and P (braked's pid). EXTRA_CONFIG
+# is added to the config object as it is (e.g. ',"flush_interval_ms":100'). GenerousBucket
 # BUILD then sets compare's task:* token bucket, which never denies; with
 # SCOPES (e.g. 'global user:* task:*') in the environment it sets one on each
 # of those scopes instead, and LIMIT names it (default rps).
 FreshBraked() {
   D=$(mktemp -d /tmp/braked.XXXX)
   trap 'rm -rf "$D"' EXIT
-  echo '{"durability":"'"${DURABILITY:-batched}"'","max_open_leases":1000000000}' > "$D/c.json"
+  echo '{"durability":"'"${DURABILITY:-batched}"'","max_open_leases":1000000000'"${EXTRA_CONFIG:-}"'}' > "$D/c.json"
   "$1/daemon/braked" --socket "$D/s.sock" --db "$D/b.db" \
     --config "$D/c.json" > "$D/log" 2>&1 &
   P=$!

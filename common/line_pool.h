@@ -41,8 +41,8 @@ class LinePool {
   // class to run out takes one instead of a new chunk. A fresh page costs
   // its first writer the kernel's zeroing (and, on a VM, the host's fault:
   // ~3 ms per 2 MiB on the development VM), so a thread with time to spare
-  // calls this, not the one that allocates (braked's storage thread,
-  // between commits). Adds one chunk when the stock holds less than
+  // calls this, not the one that allocates (braked's stock thread, woken
+  // after a commit: StorageWorker). Adds one chunk when the stock holds less than
   // `bytes` (so that a caller can stop between chunks); returns the bytes
   // stocked. Thread-safe; the lock is not held while pages are touched.
   static size_t Stock(size_t bytes);

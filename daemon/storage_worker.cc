@@ -18,6 +18,7 @@ StorageWorker::StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store,
   uv_async_init(loop_, &async_, &StorageWorker::OnAsync);
   async_.data = this;
   thread_ = std::thread([this] { ThreadMain(); });
+  stock_thread_ = std::thread([this] { StockMain(); });
 }
 
 StorageWorker::~StorageWorker() {
@@ -27,6 +28,53 @@ StorageWorker::~StorageWorker() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  StopStocking();
+}
+
+void StorageWorker::StopStocking() {
+  {
+    std::lock_guard<std::mutex> lock(stock_mu_);
+    stock_stopping_ = true;
+  }
+  stock_cv_.notify_all();
+  if (stock_thread_.joinable()) stock_thread_.join();
+}
+
+void StorageWorker::StockMain() {
+  std::unique_lock<std::mutex> lock(stock_mu_);
+  for (;;) {
+    stock_cv_.wait(lock, [this] { return stock_stopping_ || stock_wanted_; });
+    if (stock_stopping_) return;
+    stock_wanted_ = false;
+    lock.unlock();
+    while (LinePool::Stock(kStockBytes) < kStockBytes) {
+      std::lock_guard<std::mutex> stop(stock_mu_);
+      if (stock_stopping_) break;
+    }
+    lock.lock();
+    ++stock_rounds_;
+    stock_cv_.notify_all();  // WaitStockRounds
+  }
+}
+
+void StorageWorker::WantStock() {
+  if (LinePool::Stock(0) >= kStockBytes) return;  // asks for nothing
+  {
+    std::lock_guard<std::mutex> lock(stock_mu_);
+    stock_wanted_ = true;
+  }
+  stock_cv_.notify_one();
+}
+
+uint64_t StorageWorker::stock_rounds() {
+  std::lock_guard<std::mutex> lock(stock_mu_);
+  return stock_rounds_;
+}
+
+bool StorageWorker::WaitStockRounds(uint64_t n) {
+  std::unique_lock<std::mutex> lock(stock_mu_);
+  return stock_cv_.wait_for(lock, std::chrono::seconds(30),
+                            [&] { return stock_rounds_ >= n; });
 }
 
 void StorageWorker::Submit(Batch batch) {
@@ -145,14 +193,7 @@ void StorageWorker::ThreadMain() {
       for (auto& t : thens) thens_.push_back(std::move(t));
     }
     uv_async_send(&async_);
-    // Time to spare until the next batch: memory the loop will take for
-    // objects (open leases) made and touched here, not on its path, a
-    // chunk at a time (~3 ms each on the development VM) while no batch
-    // waits.
-    while (any_batch && LinePool::Stock(kStockBytes) < kStockBytes) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!queue_.empty()) break;
-    }
+    if (any_batch) WantStock();
   }
 }
 
@@ -192,6 +233,7 @@ void StorageWorker::Stop(std::function<void()> on_closed) {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  StopStocking();
   OnAsync(&async_);  // deliver what finished after the last wake-up
   on_closed_ = std::move(on_closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), [](uv_handle_t* h) {
