@@ -21,7 +21,9 @@
 // (/proc/self/status VmRSS) before and after creating N subjects (acquire +
 // commit, drained, settled leases forgotten), divided by N; once with only a
 // `task:*` bucket, once with all three. Memory per open lease: the same for
-// N grants of one task left open.
+// N grants of one task left open; per settled lease, for N grants of one
+// task committed within the TTL (what the engine keeps to answer a
+// duplicate commit).
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
 #include <malloc.h>
@@ -239,18 +241,23 @@ double IdleBytesPerSubject(int64_t subjects, bool hierarchy) {
   });
 }
 
-// Bytes of RSS per open lease: one task granted `leases` times, never
-// settled, drained as the flush timer would (the batches freed). The
-// engine's share only: the daemon also keeps each lease's stored row
-// (SQLite's cache) and the drain's copies until they are stored.
-double OpenLeaseBytes(int64_t leases) {
+// Bytes of RSS per lease: one task granted `leases` times, drained as the
+// flush timer would (the batches freed). Left open (`settle` false): the
+// engine's share only; the daemon also keeps each lease's stored row
+// (SQLite's cache) and the drain's copies until they are stored. Committed
+// within the TTL (`settle` true): what the engine keeps of a settled lease
+// to answer a duplicate commit, for a TTL after its settlement.
+double LeaseBytes(int64_t leases, bool settle) {
   return InChild([&]() -> double {
+    // A TTL past the run: every settlement is kept.
     std::unique_ptr<Bench> b = MakeBench(1, /*hierarchy=*/true,
                                          /*stingy_tasks=*/false,
-                                         /*commit=*/true);
+                                         /*commit=*/true,
+                                         /*lease_ttl_us=*/4 * leases + 1000);
     b->engine.set_max_open_leases(leases);
     AcquireRequest req;
     SetSubject(&req, 0);
+    CommitRequest done;
     malloc_trim(0);
     const int64_t before = RssKb();
     for (int64_t i = 0; i < leases; ++i) {
@@ -258,6 +265,8 @@ double OpenLeaseBytes(int64_t leases) {
           !b->outcome.granted) {
         return -1;
       }
+      done.lease = b->outcome.lease;
+      if (settle && !b->engine.Commit(done, ++b->now_us).ok()) return -1;
       if (i % kBatch == kBatch - 1) {
         b->batch = Batch{};
         (void)b->engine.Drain(&b->batch, [](const Lease&, std::string*) {});
@@ -388,9 +397,14 @@ int Main(int argc, char** argv) {
     std::printf("  global + user:* + task:*:      %8.0f bytes\n",
                 IdleBytesPerSubject(memory_subjects, true));
     std::printf("memory per open lease (%lld leases of one task, drained, "
-                "not settled): %.0f bytes\n\n",
+                "not settled): %.0f bytes\n",
                 static_cast<long long>(memory_subjects),
-                OpenLeaseBytes(memory_subjects));
+                LeaseBytes(memory_subjects, /*settle=*/false));
+    std::printf("memory per settled lease kept for duplicate answers (%lld "
+                "leases of one task, committed within the TTL, drained): "
+                "%.0f bytes\n\n",
+                static_cast<long long>(memory_subjects),
+                LeaseBytes(memory_subjects, /*settle=*/true));
   }
   std::printf(
       "brake-decide-bench: %lld decisions per row; policies global + user:* "

@@ -1,6 +1,7 @@
 // Engine settlement: commit, cancel and expiry of leases, what they release
 // and record, and duplicate answers. Split from engine.cc; same class.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,8 +80,8 @@ void Engine::ForgetDuplicatesBefore(int64_t now_us) {
 Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   Lease* open = leases_.Find(req.lease);
   if (open == nullptr) {
-    const Settlement* done = leases_.FindSettled(req.lease);
-    if (done == nullptr) {
+    const std::optional<Settlement> done = leases_.FindSettled(req.lease);
+    if (!done) {
       return Status(ErrorCode::kUnknownLease, "lease: unknown lease " + req.lease);
     }
     Settlement dup = *done;

@@ -63,9 +63,9 @@ Lease& LeaseBook::Open(int64_t expires_at_us) {
   newest_ = number;
   Slot& slot = ring_.emplace_back();
   if (pool_.empty()) {
-    slot.lease = std::make_unique<Lease>();
+    slot.lease = new Lease();
   } else {
-    slot.lease = std::move(pool_.back());
+    slot.lease = pool_.back().release();
     pool_.pop_back();
   }
   Lease& lease = *slot.lease;
@@ -117,7 +117,7 @@ void LeaseBook::Restore(Lease lease) {
   if (other_.count(id) != 0) return;  // restored twice: the first stays
   late_.emplace(lease.expires_at_us, id);
   Slot slot;
-  slot.lease = std::make_unique<Lease>(std::move(lease));
+  slot.lease = new Lease(std::move(lease));
   slot.stored = true;
   slot.late = true;
   other_.emplace(std::move(id), std::move(slot));
@@ -130,12 +130,13 @@ Lease* LeaseBook::Find(std::string_view id) {
 
 const Lease* LeaseBook::Find(std::string_view id) const {
   const Slot* s = SlotOf(id);
-  return s != nullptr && !s->settled ? s->lease.get() : nullptr;
+  return s != nullptr && !s->settled ? s->lease : nullptr;
 }
 
-const Settlement* LeaseBook::FindSettled(std::string_view id) const {
+std::optional<Settlement> LeaseBook::FindSettled(std::string_view id) const {
   const Slot* s = SlotOf(id);
-  return s != nullptr && s->settled ? &s->result : nullptr;
+  if (s == nullptr || !s->settled) return std::nullopt;
+  return s->result();
 }
 
 void LeaseBook::List(Slot& slot, uint64_t number, std::string_view id) {
@@ -188,11 +189,13 @@ void LeaseBook::Settle(Lease& lease, const Settlement& s, int64_t now_us) {
   std::string id;
   if (number == 0 || slot->late) IdOf(lease, &id);
   if (slot->late) EraseLate(late_, lease.expires_at_us, id);
-  slot->result = s;
+  std::unique_ptr<Lease> object(slot->lease);
+  slot->charged_tokens = s.charged_tokens;
+  slot->charged_usd_nano = s.charged_usd_nano;
   slot->settled = true;
   slot->settled_at_us = now_us;
   --open_;
-  Recycle(std::move(slot->lease));
+  Recycle(std::move(object));
   if (slot->stored) List(*slot, number, id);  // its row goes
   if (number == 0) other_settled_.emplace(now_us, std::move(id));
 }
@@ -229,7 +232,7 @@ void LeaseBook::AdvanceCursor() const {
 Lease* LeaseBook::NextExpired(int64_t now_us) {
   AdvanceCursor();
   Lease* first = nullptr;
-  if (expiry_cursor_ < ring_.size()) first = ring_[expiry_cursor_].lease.get();
+  if (expiry_cursor_ < ring_.size()) first = ring_[expiry_cursor_].lease;
   if (!late_.empty() &&
       (first == nullptr || late_.begin()->first < first->expires_at_us)) {
     first = Find(late_.begin()->second);

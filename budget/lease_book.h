@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,8 +59,8 @@ class LeaseBook {
   Lease* Find(std::string_view id);
   const Lease* Find(std::string_view id) const;
   // The settlement of a lease settled within the duplicate window, or
-  // nullptr (never settled, unknown, or forgotten).
-  const Settlement* FindSettled(std::string_view id) const;
+  // none (never settled, unknown, or forgotten).
+  std::optional<Settlement> FindSettled(std::string_view id) const;
   // Ends the open lease `lease` (of this book) with `s`; it answers
   // duplicates from now on. `lease` is gone afterwards.
   void Settle(Lease& lease, const Settlement& s, int64_t now_us);
@@ -94,15 +95,56 @@ class LeaseBook {
   bool Drain(Batch* batch, const LeaseEncoder& encode);
 
  private:
+  // 32 bytes: a ring slot outlives its lease by a TTL (duplicate answers),
+  // so under a steady acquire + commit load the ring holds a TTL's worth of
+  // settled slots (at 10,000 leases/s and the default TTL, six million).
+  // Open, a slot owns its lease; settled, it keeps what settling charged
+  // in the same word.
   struct Slot {
-    std::unique_ptr<Lease> lease;  // while open
-    Settlement result;             // once settled
+    Slot() : lease(nullptr) {}
+    Slot(Slot&& o) noexcept : lease(nullptr) { *this = std::move(o); }
+    Slot& operator=(Slot&& o) noexcept {
+      if (this == &o) return *this;
+      if (!settled) delete lease;
+      if (o.settled) {
+        charged_tokens = o.charged_tokens;
+      } else {
+        lease = o.lease;
+      }
+      charged_usd_nano = o.charged_usd_nano;
+      settled_at_us = o.settled_at_us;
+      settled = o.settled;
+      listed = o.listed;
+      stored = o.stored;
+      late = o.late;
+      o.settled = false;
+      o.lease = nullptr;
+      return *this;
+    }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() {
+      if (!settled) delete lease;
+    }
+    Settlement result() const {
+      Settlement s;
+      s.charged_tokens = charged_tokens;
+      s.charged_usd_nano = charged_usd_nano;
+      return s;
+    }
+
+    union {
+      Lease* lease;            // while open (owned; null in a spare slot)
+      int64_t charged_tokens;  // once settled
+    };
+    int64_t charged_usd_nano = 0;  // once settled
     int64_t settled_at_us = 0;
     bool settled = false;
     bool listed = false;  // in a dirty list
     bool stored = false;  // a Drain put its row while it was open
     bool late = false;    // its expiry is in late_
   };
+  static_assert(sizeof(Slot) <= 32);
 
   // This run's number of `id`, or 0 when it is not one of this run's ids.
   uint64_t OwnNumber(std::string_view id) const;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -55,11 +56,11 @@ void CheckOne(LeaseBook& book, const std::string& id, const Model::Entry& e) {
     REQUIRE(open->expires_at_us == e.expires_at_us);
     REQUIRE(open->user() == std::to_string(e.tokens));
   }
-  const Settlement* done = book.FindSettled(id);
+  const std::optional<Settlement> done = book.FindSettled(id);
   if (!e.settled || e.forgotten) {
-    REQUIRE(done == nullptr);
+    REQUIRE(!done);
   } else {
-    REQUIRE(done != nullptr);
+    REQUIRE(done);
     REQUIRE(done->charged_tokens == e.tokens);
   }
 }
@@ -126,7 +127,7 @@ TEST_CASE("lease book: a random run matches the model", "[lease_book]") {
       const int64_t cutoff = now - kTtl;
       book.ForgetSettledBefore(cutoff);
       for (auto& [id, e] : model.leases) {
-        if (e.settled && !e.forgotten && book.FindSettled(id) == nullptr) {
+        if (e.settled && !e.forgotten && !book.FindSettled(id)) {
           REQUIRE(e.settled_at_us < cutoff);  // only what was old enough
           e.forgotten = true;
         }

@@ -49,7 +49,7 @@ TEST_CASE("lease book: ids count up and are found by number",
                          "walk-1", "run-18446744073709551617", ""}) {
     INFO(id);
     CHECK(book.Find(id) == nullptr);
-    CHECK(book.FindSettled(id) == nullptr);
+    CHECK(!book.FindSettled(id).has_value());
   }
 }
 
@@ -107,30 +107,30 @@ TEST_CASE("lease book: settled leases answer duplicates until forgotten",
   book.Open(kT0 + kTtl);
   book.Settle("r1", Settlement{70, 5, false}, kT0);
   CHECK(book.Find("r1") == nullptr);
-  REQUIRE(book.FindSettled("r1") != nullptr);
+  REQUIRE(book.FindSettled("r1").has_value());
   CHECK(book.FindSettled("r1")->charged_tokens == 70);
   CHECK(book.open() == 1);
   book.Settle("r1", Settlement{1, 1, false}, kT0 + 1);  // no effect
   CHECK(book.FindSettled("r1")->charged_tokens == 70);
 
   book.ForgetSettledBefore(kT0);  // settled at kT0: not before it
-  CHECK(book.FindSettled("r1") != nullptr);
+  CHECK(book.FindSettled("r1").has_value());
   book.ForgetSettledBefore(kT0 + 1);
-  CHECK(book.FindSettled("r1") == nullptr);
+  CHECK(!book.FindSettled("r1").has_value());
   CHECK(book.Find("r2") != nullptr);
 
   SECTION("an open lease in front keeps later settlements") {
     book.Open(kT0 + kTtl);  // r3
     book.Settle("r3", Settlement{3, 0, false}, kT0);
     book.ForgetSettledBefore(kT0 + 10);
-    CHECK(book.FindSettled("r3") != nullptr);  // r2 is still open
+    CHECK(book.FindSettled("r3").has_value());  // r2 is still open
     book.Settle("r2", Settlement{}, kT0 + 20);
     book.ForgetSettledBefore(kT0 + 10);
-    CHECK(book.FindSettled("r2") != nullptr);  // settled after the cutoff
-    CHECK(book.FindSettled("r3") != nullptr);
+    CHECK(book.FindSettled("r2").has_value());  // settled after the cutoff
+    CHECK(book.FindSettled("r3").has_value());
     book.ForgetSettledBefore(kT0 + 21);
-    CHECK(book.FindSettled("r2") == nullptr);
-    CHECK(book.FindSettled("r3") == nullptr);
+    CHECK(!book.FindSettled("r2").has_value());
+    CHECK(!book.FindSettled("r3").has_value());
     CHECK(book.IdOf(book.Open(kT0 + kTtl)) == "r4");  // numbering goes on
   }
 }
@@ -190,7 +190,7 @@ TEST_CASE("lease book: drain puts open leases and deletes stored ones",
     CHECK(DrainOf(book).put == Ids{"r3@c"});
     book.Settle("r3", Settlement{}, kT0 + 2);
     book.ForgetSettledBefore(kT0 + kTtl);
-    CHECK(book.FindSettled("r3") == nullptr);
+    CHECK(!book.FindSettled("r3").has_value());
     CHECK(book.dirty());
     CHECK(DrainOf(book).deleted == Ids{"r3"});
   }
@@ -228,7 +228,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
   CHECK(d.deleted == Ids{"old-7"});
   CHECK(d.put.size() == 1);
   book.ForgetSettledBefore(kT0 + 101);
-  CHECK(book.FindSettled("old-7") == nullptr);
+  CHECK(!book.FindSettled("old-7").has_value());
 
   SECTION("an id of this run's spelling moves the numbering past it") {
     LeaseBook fresh("new-");
