@@ -16,7 +16,9 @@
 # acquires alone, as bench/compare does (their leases stay open), and the
 # figures are per acquire. SCOPES and LIMIT set the buckets (fresh_braked.sh):
 # SCOPES='global user:* task:*' LIMIT=requests_per_second_cap charges three
-# limits on every lease.
+# limits on every lease. Last it prints the storage thread's commits over
+# the run: how many, requests per commit and the mean commit time (from
+# braked's metrics), the measure of group commit in strict durability.
 # docs/performance/12-twelfth-pass.md has figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
@@ -31,11 +33,17 @@ threads() {
 }
 SETTLE=(--commit --tokens 10)
 [ "${COMMIT:-1}" = 0 ] && SETTLE=()
+storage() {
+  "$B/ctl/brakectl" --socket "$D/s.sock" metrics |
+    grep -E '^brake_storage_(batches_total|commit_seconds_total) '
+}
+storage > "$D/storage_before"
 threads > "$D/before"
 "$B/bench/brake-bench" --socket "$D/s.sock" --connections "$C" \
   --depth "$DEPTH" --seconds "$S" --warmup-seconds 0.5 --user cmp \
   --task-prefix cmp- "${SETTLE[@]}" --json "$@" > "$D/run.json"
 threads > "$D/after"
+storage > "$D/storage_after"
 kill -TERM "$P"
 wait "$P"
 python3 - "$D" <<'PY'
@@ -60,4 +68,13 @@ for n, line in enumerate(open(d + "/after")):
         s = (int(system) - int(before[tid][3])) * tick_us / acquires
         print("  thread %s%s: user %.2f us, system %.2f us, %.4f page faults"
               " per %s" % (tid, " (loop)" if n == 0 else "", u, s, f, unit))
+def metrics(name):
+    return {l.split()[0]: float(l.split()[1]) for l in open(d + "/" + name)}
+m0, m1 = metrics("storage_before"), metrics("storage_after")
+commits = m1["brake_storage_batches_total"] - m0["brake_storage_batches_total"]
+seconds = (m1["brake_storage_commit_seconds_total"]
+           - m0["brake_storage_commit_seconds_total"])
+if commits > 0:
+    print("  storage: %d commits, %.1f acquires per commit, %.3f ms per commit"
+          % (commits, acquires / commits, seconds / commits * 1e3))
 PY
