@@ -324,7 +324,11 @@ void Server::Detach(Connection* c) {
                    unflushed_.end());
   throttled_.erase(std::remove(throttled_.begin(), throttled_.end(), c),
                    throttled_.end());
-  holding_.erase(c);
+  if (c->holding) {
+    holding_.erase(std::remove(holding_.begin(), holding_.end(), c),
+                   holding_.end());
+    c->holding = false;
+  }
   by_id_.erase(c->peer.conn);
   stats_->connections = static_cast<int64_t>(by_id_.size());
   gate_->OnConnectionClosed(c->peer.conn);
@@ -363,8 +367,7 @@ void Server::CloseConnection(Connection* c) {
 
 void Server::AbortConnection(Connection* c) {
   if (!c->closing) Detach(c);
-  c->held.clear();
-  c->held_bytes = 0;
+  c->held.Clear();
   c->out.clear();
   c->in.clear();
   // Pending writes (and a pending shutdown) are cancelled; their callbacks

@@ -106,6 +106,10 @@ class Server {
   // connection's reused output buffer, so it allocates nothing.
   void QueueReply(Connection* c, std::string_view data);
   void Flush(Connection* c);
+  void FlushHolding();
+  // Whether `c` may queue `more` bytes under max_output_bytes; if not, it
+  // is dropped as a slow reader.
+  bool Admit(Connection* c, size_t more);
   void Write(Connection* c, std::string_view data);
   void WriteOut(Connection* c);
   // Bytes of replies `c` holds: waiting for their batch, gathered, and
@@ -133,7 +137,8 @@ class Server {
   std::unordered_set<Connection*> connections_;
   std::unordered_map<uint64_t, Connection*> by_id_;
   uint64_t next_conn_id_ = 1;
-  std::unordered_set<Connection*> holding_;  // connections with held replies
+  std::vector<Connection*> holding_;  // connections with held replies
+  std::vector<Connection*> releasing_;  // Release's scratch, keeps capacity
   std::function<void()> on_closed_;
   bool closing_ = false;
   uint64_t released_seq_ = 0;

@@ -6,9 +6,9 @@
 #include <uv.h>
 
 #include <cstdint>
-#include <deque>
 #include <string>
 
+#include "daemon/held_replies.h"
 #include "daemon/server.h"
 
 namespace brake {
@@ -18,14 +18,8 @@ struct Server::Connection {
   Server* server = nullptr;
   Peer peer;
   std::string in;  // an incomplete line
-  // Replies waiting for their batch to commit, in order: (seq, lines).
-  struct Held {
-    uint64_t seq;      // the batch these replies wait for
-    bool must_commit;  // their requests changed state: fail if it fails
-    std::string data;
-  };
-  std::deque<Held> held;
-  size_t held_bytes = 0;
+  HeldReplies held;  // replies waiting for their batch to commit
+  bool holding = false;  // listed in the server's holding_
   bool closing = false;
   bool close_after_write = false;
   bool paused = false;  // a deferred request is being answered

@@ -47,72 +47,72 @@ void Server::QueueReply(Connection* c, std::string_view data) {
   }
   // Held replies count against the output cap too: a client that pipelines
   // without reading must not grow them while a batch commits.
-  if (const size_t queued = QueuedBytes(c) + data.size();
-      queued > static_cast<size_t>(config_->max_output_bytes)) {
-    DropSlowReader(c, queued);
-    return;
-  }
-  c->held_bytes += data.size();
+  if (!Admit(c, data.size())) return;
+  c->held.Add(seq, changed, data);
   ++stats_->replies_held;
-  if (!c->held.empty() && c->held.back().seq == seq &&
-      c->held.back().must_commit == changed) {
-    c->held.back().data += data;
-  } else {
-    c->held.push_back(Connection::Held{seq, changed, std::string(data)});
+  if (!c->holding) {
+    c->holding = true;
+    holding_.push_back(c);
   }
-  holding_.insert(c);
 }
 
+// Moves the held replies whose batch is released to `out`.
 void Server::Flush(Connection* c) {
-  std::string out;
-  while (!c->held.empty() && c->held.front().seq <= released_seq_) {
-    c->held_bytes -= c->held.front().data.size();
-    out += c->held.front().data;
-    c->held.pop_front();
+  // The released lines are counted in QueuedBytes already, as held.
+  if (!c->closing && c->held.Releasable(released_seq_) && Admit(c, 0)) {
+    if (c->out.empty()) unflushed_.push_back(c);
+    c->held.MoveReleased(released_seq_, &c->out);
   }
-  if (c->held.empty()) holding_.erase(c);
-  if (!out.empty()) Write(c, out);
   if (c->close_after_write && c->held.empty()) CloseConnection(c);
+}
+
+// Flushes every connection holding replies; those still holding some (for
+// a later batch) are listed again.
+void Server::FlushHolding() {
+  releasing_.swap(holding_);
+  for (Connection* c : releasing_) {
+    c->holding = false;
+    Flush(c);
+    if (!c->held.empty() && !c->closing) {
+      c->holding = true;
+      holding_.push_back(c);
+    }
+  }
+  releasing_.clear();
 }
 
 void Server::Release(uint64_t seq) {
   if (seq > released_seq_) released_seq_ = seq;
-  std::vector<Connection*> waiting(holding_.begin(), holding_.end());
-  for (Connection* c : waiting) Flush(c);
+  FlushHolding();
 }
 
 void Server::Fail(uint64_t seq, const std::string& message) {
-  std::vector<Connection*> waiting(holding_.begin(), holding_.end());
-  for (Connection* c : waiting) {
-    for (Connection::Held& h : c->held) {
-      if (h.seq > seq) break;
-      if (h.must_commit) {
-        size_t before = h.data.size();
-        h.data = AsUnavailable(h.data, message);
-        c->held_bytes = c->held_bytes - before + h.data.size();
-      }
-      h.seq = 0;  // answer now: reads report what the daemon holds
-    }
-    Flush(c);  // seq 0 is always released
+  for (Connection* c : holding_) {
+    c->held.Fail(seq, [&](const std::string& lines) {
+      return AsUnavailable(lines, message);
+    });
   }
+  FlushHolding();  // seq 0 is always released
 }
 
 // Replies are gathered per connection and written after each read
 // (OnRead) and once per loop turn for the rest (FlushWrites), so a
 // pipelined burst costs one write(2), not one per reply.
 void Server::Write(Connection* c, std::string_view data) {
-  if (c->closing) return;
-  if (const size_t queued = QueuedBytes(c) + data.size();
-      queued > static_cast<size_t>(config_->max_output_bytes)) {
-    DropSlowReader(c, queued);
-    return;
-  }
+  if (c->closing || !Admit(c, data.size())) return;
   if (c->out.empty()) unflushed_.push_back(c);
   c->out += data;
 }
 
+bool Server::Admit(Connection* c, size_t more) {
+  const size_t queued = QueuedBytes(c) + more;
+  if (queued <= static_cast<size_t>(config_->max_output_bytes)) return true;
+  DropSlowReader(c, queued);
+  return false;
+}
+
 size_t Server::QueuedBytes(const Connection* c) {
-  return c->pipe.write_queue_size + c->held_bytes + c->out.size();
+  return c->pipe.write_queue_size + c->held.bytes() + c->out.size();
 }
 
 void Server::DropSlowReader(Connection* c, size_t queued) {

@@ -110,12 +110,12 @@ void StorageWorker::ThreadMain() {
   Batch failed;  // a batch that failed to commit, retried with the next
   bool have_failed = false;
   for (;;) {
-    std::deque<Job> jobs;
+    std::vector<Job>& jobs = jobs_;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
-      jobs.swap(queue_);
+      jobs.swap(queue_);  // queue_ keeps the capacity jobs had
     }
     // Group commit: every batch queued meanwhile goes into one transaction.
     Batch merged;
@@ -177,11 +177,9 @@ void StorageWorker::ThreadMain() {
     }
     // Reads run after the batches queued with them, so they see every
     // change the loop made before asking.
-    std::deque<std::function<void()>> thens;
     for (Job& job : jobs) {
       if (job.is_batch) continue;
       if (store_ != nullptr) job.read(*store_);  // else `then` reports it
-      thens.push_back(std::move(job.then));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -190,8 +188,11 @@ void StorageWorker::ThreadMain() {
           merged.capacity_bytes() <= kSpareBytes) {
         spare_ = std::move(merged);
       }
-      for (auto& t : thens) thens_.push_back(std::move(t));
+      for (Job& job : jobs) {
+        if (!job.is_batch) thens_.push_back(std::move(job.then));
+      }
     }
+    jobs.clear();
     uv_async_send(&async_);
     if (any_batch) WantStock();
   }
@@ -212,8 +213,12 @@ Status StorageWorker::Apply(Batch& batch) {
 
 void StorageWorker::OnAsync(uv_async_t* handle) {
   auto* self = static_cast<StorageWorker*>(handle->data);
-  std::deque<Done> done;
-  std::deque<std::function<void()>> thens;
+  // Locals, not the spares themselves: a `then` may stop the worker, which
+  // calls this again.
+  std::vector<Done> done;
+  std::vector<std::function<void()>> thens;
+  done.swap(self->done_spare_);
+  thens.swap(self->thens_spare_);
   {
     std::lock_guard<std::mutex> lock(self->mu_);
     done.swap(self->done_);
@@ -224,6 +229,10 @@ void StorageWorker::OnAsync(uv_async_t* handle) {
     self->on_done_(d);
   }
   for (auto& t : thens) t();
+  done.clear();
+  thens.clear();
+  if (self->done_spare_.capacity() == 0) self->done_spare_.swap(done);
+  if (self->thens_spare_.capacity() == 0) self->thens_spare_.swap(thens);
 }
 
 void StorageWorker::Stop(std::function<void()> on_closed) {

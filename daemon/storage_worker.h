@@ -11,11 +11,11 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <uv.h>
 
@@ -107,13 +107,18 @@ class StorageWorker {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;           // guarded by mu_
-  std::deque<Done> done_;           // guarded by mu_
+  std::vector<Job> queue_;          // guarded by mu_
+  std::vector<Job> jobs_;           // storage thread only: queue_ taken
+  std::vector<Done> done_;          // guarded by mu_
   Batch spare_;                     // guarded by mu_
   // Storage thread only: the lease rows of the batch being applied in their
   // stored form, kept (up to kSpareBytes) for the next, like spare_.
   LeasePuts encoded_;
-  std::deque<std::function<void()>> thens_;  // guarded by mu_
+  std::vector<std::function<void()>> thens_;  // guarded by mu_
+  // Loop thread only: OnAsync's empty vectors, swapped for done_ and thens_
+  // so that neither side allocates per wake-up.
+  std::vector<Done> done_spare_;
+  std::vector<std::function<void()>> thens_spare_;
   bool stopping_ = false;           // guarded by mu_
 
   std::thread stock_thread_;

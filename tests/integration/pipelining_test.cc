@@ -12,7 +12,12 @@ namespace {
 
 TEST_CASE("100 pipelined requests in one write are answered in order",
           "[integration]") {
-  RunningDaemon d;
+  // In strict durability the acquires' replies wait for their commits and
+  // the reads' replies wait behind them, in runs gated by different batches.
+  const std::string durability = GENERATE(as<std::string>{}, "batched",
+                                          "strict");
+  INFO("durability " << durability);
+  RunningDaemon d(json{{"durability", durability}});
   Client c = d.daemon.Connect();
   CallOk(c, {{"op", "policy.set"},
              {"scope", "user:alice"},
@@ -85,7 +90,10 @@ TEST_CASE("100 pipelined requests in one write are answered in order",
 }
 
 TEST_CASE("1000 pipelined acquires on each of 4 connections", "[integration]") {
-  RunningDaemon d;
+  const std::string durability = GENERATE(as<std::string>{}, "batched",
+                                          "strict");
+  INFO("durability " << durability);
+  RunningDaemon d(json{{"durability", durability}});
   std::vector<Client> clients;
   for (int k = 0; k < 4; ++k) clients.push_back(d.daemon.Connect());
   for (int k = 0; k < 4; ++k) {
