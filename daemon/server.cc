@@ -324,11 +324,8 @@ void Server::Detach(Connection* c) {
                    unflushed_.end());
   throttled_.erase(std::remove(throttled_.begin(), throttled_.end(), c),
                    throttled_.end());
-  if (c->holding) {
-    holding_.erase(std::remove(holding_.begin(), holding_.end(), c),
-                   holding_.end());
-    c->holding = false;
-  }
+  holding_.erase(std::remove(holding_.begin(), holding_.end(), c),
+                 holding_.end());
   by_id_.erase(c->peer.conn);
   stats_->connections = static_cast<int64_t>(by_id_.size());
   gate_->OnConnectionClosed(c->peer.conn);

@@ -137,7 +137,7 @@ class Server {
   std::unordered_set<Connection*> connections_;
   std::unordered_map<uint64_t, Connection*> by_id_;
   uint64_t next_conn_id_ = 1;
-  std::vector<Connection*> holding_;  // connections with held replies
+  std::vector<Connection*> holding_;  // each connection holding replies, once
   std::vector<Connection*> releasing_;  // Release's scratch, keeps capacity
   std::function<void()> on_closed_;
   bool closing_ = false;

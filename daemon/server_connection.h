@@ -19,7 +19,6 @@ struct Server::Connection {
   Peer peer;
   std::string in;  // an incomplete line
   HeldReplies held;  // replies waiting for their batch to commit
-  bool holding = false;  // listed in the server's holding_
   bool closing = false;
   bool close_after_write = false;
   bool paused = false;  // a deferred request is being answered

@@ -48,12 +48,9 @@ void Server::QueueReply(Connection* c, std::string_view data) {
   // Held replies count against the output cap too: a client that pipelines
   // without reading must not grow them while a batch commits.
   if (!Admit(c, data.size())) return;
+  if (c->held.empty()) holding_.push_back(c);  // listed while it holds any
   c->held.Add(seq, changed, data);
   ++stats_->replies_held;
-  if (!c->holding) {
-    c->holding = true;
-    holding_.push_back(c);
-  }
 }
 
 // Moves the held replies whose batch is released to `out`.
@@ -71,12 +68,8 @@ void Server::Flush(Connection* c) {
 void Server::FlushHolding() {
   releasing_.swap(holding_);
   for (Connection* c : releasing_) {
-    c->holding = false;
     Flush(c);
-    if (!c->held.empty() && !c->closing) {
-      c->holding = true;
-      holding_.push_back(c);
-    }
+    if (!c->held.empty() && !c->closing) holding_.push_back(c);
   }
   releasing_.clear();
 }
