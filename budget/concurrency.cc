@@ -42,7 +42,7 @@ LimitUsage Concurrency::Usage(int64_t /*now_us*/) {
 
 void Concurrency::Reset(int64_t /*now_us*/) { open_ = 0; }
 
-std::vector<int64_t> Concurrency::SaveState() const { return {}; }
+void Concurrency::AppendState(std::vector<int64_t>*) const {}
 
 bool Concurrency::RestoreState(const std::vector<int64_t>& state) {
   return state.empty();

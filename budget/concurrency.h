@@ -32,7 +32,7 @@ class Concurrency final : public Limiter {
   void Reset(int64_t now_us) override;
   // Always empty; RestoreState accepts only an empty state (and keeps the
   // current count).
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   int64_t open() const { return open_; }

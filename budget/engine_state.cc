@@ -115,10 +115,9 @@ bool Engine::Drain(Batch* batch, const LeaseEncoder& encode) {
     r.subject->limiters_unsaved = false;
     for (const auto& l : r.subject->limiters) {
       any = true;
-      batch->limiters_put.push_back(
-          LimiterRow{*r.scope, l->spec().name,
-                     std::string(AlgorithmName(l->spec().algorithm)),
-                     l->SaveState()});
+      batch->limiters_put.Add(
+          *r.scope, l->spec().name, AlgorithmName(l->spec().algorithm),
+          [&](std::vector<int64_t>* state) { l->AppendState(state); });
     }
   }
   for (const Resident& r : dirty_spend_) {

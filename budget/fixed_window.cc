@@ -81,8 +81,8 @@ void FixedWindow::Reset(int64_t now_us) {
   count_ = 0;
 }
 
-std::vector<int64_t> FixedWindow::SaveState() const {
-  return {window_start_us_, count_};
+void FixedWindow::AppendState(std::vector<int64_t>* out) const {
+  out->insert(out->end(), {window_start_us_, count_});
 }
 
 bool FixedWindow::RestoreState(const std::vector<int64_t>& state) {

@@ -28,7 +28,7 @@ class FixedWindow final : public Limiter {
   LimitUsage Usage(int64_t now_us) override;
   void Reset(int64_t now_us) override;
   // {window_start_us, count}.
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   // Start of the aligned window holding `now_us`.

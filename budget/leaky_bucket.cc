@@ -68,7 +68,9 @@ LimitUsage LeakyBucket::Usage(int64_t now_us) {
 
 void LeakyBucket::Reset(int64_t now_us) { next_slot_us_ = now_us; }
 
-std::vector<int64_t> LeakyBucket::SaveState() const { return {next_slot_us_}; }
+void LeakyBucket::AppendState(std::vector<int64_t>* out) const {
+  out->push_back(next_slot_us_);
+}
 
 bool LeakyBucket::RestoreState(const std::vector<int64_t>& state) {
   if (state.size() != 1) return false;

@@ -33,7 +33,7 @@ class LeakyBucket final : public Limiter {
   LimitUsage Usage(int64_t now_us) override;
   void Reset(int64_t now_us) override;
   // {next_slot_us}.
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   // When a request arriving at `now_us` would get its slot (>= now_us).

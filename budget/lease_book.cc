@@ -285,7 +285,7 @@ bool LeaseBook::Drain(Batch* batch, const LeaseEncoder& encode) {
   const size_t rows_before = puts.size();
   const size_t text_before = puts.text_size();
   puts.reserve(last_rows_ + last_rows_ / 8, last_bytes_ + last_bytes_ / 8);
-  std::string id;
+  std::string& id = drain_id_;
   uint64_t spelled = 0;  // the number `id` spells (0: none yet)
   for (uint64_t number : dirty_own_) {
     if (number < base_ || number - base_ >= ring_.size()) continue;  // gone_

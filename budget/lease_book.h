@@ -181,6 +181,9 @@ class LeaseBook {
   // next one's reserve.
   size_t last_rows_ = 0;
   size_t last_bytes_ = 0;
+  // Drain's spelling of the ids it puts, kept so that its room stays (an
+  // id is longer than a short string holds: strict mode drains each turn).
+  std::string drain_id_;
   // Settled lease objects kept for reuse (kMinPooled says how many).
   std::vector<std::unique_ptr<Lease>> pool_;
   size_t peak_open_ = 0;       // in this span

@@ -73,8 +73,14 @@ class Limiter : public LinePooled {
 
   // The state as integers, for storage; Restore takes what Save gave (of a
   // limiter of the same algorithm) and returns false, changing nothing, when
-  // it is malformed.
-  virtual std::vector<int64_t> SaveState() const = 0;
+  // it is malformed. AppendState appends it to `out` (a batch's states,
+  // LimiterPuts, back to back: no vector per save).
+  virtual void AppendState(std::vector<int64_t>* out) const = 0;
+  std::vector<int64_t> SaveState() const {
+    std::vector<int64_t> state;
+    AppendState(&state);
+    return state;
+  }
   virtual bool RestoreState(const std::vector<int64_t>& state) = 0;
 
   const LimitSpec& spec() const { return *spec_; }

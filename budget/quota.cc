@@ -74,8 +74,8 @@ void Quota::Reset(int64_t now_us) {
   count_ = 0;
 }
 
-std::vector<int64_t> Quota::SaveState() const {
-  return {period_start_us_, count_};
+void Quota::AppendState(std::vector<int64_t>* out) const {
+  out->insert(out->end(), {period_start_us_, count_});
 }
 
 bool Quota::RestoreState(const std::vector<int64_t>& state) {

@@ -32,7 +32,7 @@ class Quota final : public Limiter {
   LimitUsage Usage(int64_t now_us) override;
   void Reset(int64_t now_us) override;
   // {period_start_us, count}.
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   int64_t period_start_us() const { return period_start_us_; }

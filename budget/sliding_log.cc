@@ -111,14 +111,12 @@ void SlidingLog::Reset(int64_t /*now_us*/) {
   sum_ = 0;
 }
 
-std::vector<int64_t> SlidingLog::SaveState() const {
-  std::vector<int64_t> out;
-  out.reserve(log_.size() * 2);
+void SlidingLog::AppendState(std::vector<int64_t>* out) const {
+  out->reserve(out->size() + log_.size() * 2);
   for (const Entry& e : log_) {
-    out.push_back(e.t_us);
-    out.push_back(e.amount);
+    out->push_back(e.t_us);
+    out->push_back(e.amount);
   }
-  return out;
 }
 
 bool SlidingLog::RestoreState(const std::vector<int64_t>& state) {

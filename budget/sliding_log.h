@@ -30,7 +30,7 @@ class SlidingLog final : public Limiter {
   LimitUsage Usage(int64_t now_us) override;
   void Reset(int64_t now_us) override;
   // {t0, amount0, t1, amount1, ...}, oldest first.
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   // Units charged within the window ending at `now_us`.

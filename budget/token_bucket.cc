@@ -71,7 +71,9 @@ void TokenBucket::Reset(int64_t now_us) {
   empty_at_us_ = SatSub(now_us, burst_cost_us_);
 }
 
-std::vector<int64_t> TokenBucket::SaveState() const { return {empty_at_us_}; }
+void TokenBucket::AppendState(std::vector<int64_t>* out) const {
+  out->push_back(empty_at_us_);
+}
 
 bool TokenBucket::RestoreState(const std::vector<int64_t>& state) {
   if (state.size() != 1) return false;

@@ -36,7 +36,7 @@ class TokenBucket final : public Limiter {
   int64_t Remaining(int64_t now_us) override { return StoredPermits(now_us); }
   void Reset(int64_t now_us) override;
   // {empty_at_us}.
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   // The effective cap on stored permits (`burst`, or `rate` when 0).

@@ -139,8 +139,8 @@ void Warmup::Reset(int64_t now_us) {
   stored_upermits_ = ToInt64(shape().max_permits * kMicroPermits);
 }
 
-std::vector<int64_t> Warmup::SaveState() const {
-  return {next_free_us_, stored_upermits_};
+void Warmup::AppendState(std::vector<int64_t>* out) const {
+  out->insert(out->end(), {next_free_us_, stored_upermits_});
 }
 
 bool Warmup::RestoreState(const std::vector<int64_t>& state) {

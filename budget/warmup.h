@@ -51,7 +51,7 @@ class Warmup final : public Limiter {
   // Cold again.
   void Reset(int64_t now_us) override;
   // {next_free_us, stored micro-permits}.
-  std::vector<int64_t> SaveState() const override;
+  void AppendState(std::vector<int64_t>* out) const override;
   bool RestoreState(const std::vector<int64_t>& state) override;
 
   Shape shape() const;

@@ -13,6 +13,7 @@
 
 #include "common/lease_puts.h"
 #include "common/ledger_rows.h"
+#include "common/limiter_puts.h"
 #include "common/text_list.h"
 
 namespace brake {
@@ -27,13 +28,6 @@ struct TaskRow {
   std::string user;
   std::string parent;  // "" when none
   int64_t created_ms = 0;  // wall clock, ms since the epoch
-};
-
-struct LimiterRow {
-  std::string scope;  // concrete scope, e.g. "user:alice"
-  std::string name;   // limit name
-  std::string algorithm;
-  std::vector<int64_t> state;  // Limiter::SaveState()
 };
 
 // Settled totals of one subject scope since it first appeared (absolute
@@ -70,7 +64,7 @@ struct Batch {
   std::vector<PolicyRow> policies_put;
   std::vector<std::string> policies_deleted;  // scopes
   std::vector<TaskRow> tasks_put;
-  std::vector<LimiterRow> limiters_put;
+  LimiterPuts limiters_put;
   // Deletes every limiter row of a scope (reset, policy change); "KIND:*"
   // deletes those of every subject of that kind.
   std::vector<std::string> limiter_scopes_deleted;

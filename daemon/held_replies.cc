@@ -1,5 +1,6 @@
 #include "daemon/held_replies.h"
 
+#include <cstddef>
 #include <utility>
 
 namespace brake {
@@ -17,10 +18,11 @@ void HeldReplies::Add(uint64_t seq, bool must_commit,
 
 void HeldReplies::MoveReleased(uint64_t released, std::string* out) {
   size_t end = 0;
-  while (Releasable(released)) {
-    end = runs_.front().end;
-    runs_.pop_front();
+  size_t runs = 0;
+  for (; runs < runs_.size() && runs_[runs].seq <= released; ++runs) {
+    end = runs_[runs].end;
   }
+  runs_.erase(runs_.begin(), runs_.begin() + static_cast<ptrdiff_t>(runs));
   if (end == 0) return;
   if (runs_.empty() && out->empty()) {
     out->swap(data_);  // data_ keeps out's spare capacity

@@ -9,9 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace brake {
 
@@ -43,7 +43,9 @@ class HeldReplies {
     bool must_commit;  // their requests changed state: fail if it fails
     size_t end;        // where their lines end in data_
   };
-  std::deque<Run> runs_;
+  // A vector, not a deque: a deque allocates a block and frees one every
+  // few runs as it moves along, even when it holds one run at a time.
+  std::vector<Run> runs_;
   std::string data_;
 };
 

@@ -29,18 +29,24 @@ void MoveAppend(std::vector<T>* to, std::vector<T>* from) {
 // delete in `deleted` (a later batch) would survive the merge if kept: drop
 // it. A put in the later batch still runs after the merged deletes.
 // A "KIND:*" delete covers every key of that kind.
-template <typename Row, typename KeyOf>
-void DropPutsOf(const std::vector<std::string>& deleted, std::vector<Row>* puts,
+template <typename Puts, typename KeyOf>
+void DropPutsOf(const std::vector<std::string>& deleted, Puts* puts,
                 KeyOf key_of) {
   if (deleted.empty() || puts->empty()) return;
-  const std::unordered_set<std::string> keys(deleted.begin(), deleted.end());
-  std::erase_if(*puts, [&](const Row& row) {
-    const std::string& key = key_of(row);
+  const std::unordered_set<std::string_view> keys(deleted.begin(),
+                                                  deleted.end());
+  auto covered = [&](const auto& row) {
+    const std::string_view key = key_of(row);
     if (keys.count(key)) return true;
     size_t colon = key.find(':');
-    return colon != std::string::npos &&
-           keys.count(key.substr(0, colon + 1) + "*") > 0;
-  });
+    return colon != std::string_view::npos &&
+           keys.count(std::string(key.substr(0, colon + 1)) + "*") > 0;
+  };
+  if constexpr (requires { puts->EraseIf(covered); }) {
+    puts->EraseIf(covered);  // rows kept back to back (LimiterPuts)
+  } else {
+    std::erase_if(*puts, covered);
+  }
 }
 
 }  // namespace
@@ -77,7 +83,7 @@ size_t Batch::capacity_bytes() const {
     return v.capacity() * sizeof(typename std::decay_t<decltype(v)>::value_type);
   };
   return room(policies_put) + room(policies_deleted) + room(tasks_put) +
-         room(limiters_put) + room(limiter_scopes_deleted) + room(spend_put) +
+         limiters_put.capacity_bytes() + room(limiter_scopes_deleted) + room(spend_put) +
          room(spend_deleted) + leases_put.capacity_bytes() +
          leases_deleted.capacity_bytes() + room(breakers_put) +
          room(breakers_deleted) + room(prices_put) +
@@ -90,7 +96,7 @@ void Batch::Append(Batch&& other) {
   DropPutsOf(other.policies_deleted, &policies_put,
              [](const PolicyRow& r) -> const std::string& { return r.scope; });
   DropPutsOf(other.limiter_scopes_deleted, &limiters_put,
-             [](const LimiterRow& r) -> const std::string& { return r.scope; });
+             [](const LimiterView& r) { return r.scope; });
   DropPutsOf(other.spend_deleted, &spend_put,
              [](const SpendRow& r) -> const std::string& { return r.scope; });
   DropPutsOf(other.breakers_deleted, &breakers_put,
@@ -107,7 +113,7 @@ void Batch::Append(Batch&& other) {
   MoveAppend(&policies_put, &other.policies_put);
   MoveAppend(&policies_deleted, &other.policies_deleted);
   MoveAppend(&tasks_put, &other.tasks_put);
-  MoveAppend(&limiters_put, &other.limiters_put);
+  limiters_put.Append(std::move(other.limiters_put));
   MoveAppend(&limiter_scopes_deleted, &other.limiter_scopes_deleted);
   MoveAppend(&spend_put, &other.spend_put);
   MoveAppend(&spend_deleted, &other.spend_deleted);

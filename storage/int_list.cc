@@ -6,7 +6,7 @@
 
 namespace brake::storage {
 
-void EncodeIntList(const std::vector<int64_t>& values, std::string* out) {
+void EncodeIntList(std::span<const int64_t> values, std::string* out) {
   out->clear();
   char buffer[24];  // 20 digits of INT64_MIN, its sign, slack
   for (size_t i = 0; i < values.size(); ++i) {

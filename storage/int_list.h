@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +17,7 @@
 namespace brake::storage {
 
 // Writes `values` to `out` (replacing its contents).
-void EncodeIntList(const std::vector<int64_t>& values, std::string* out);
+void EncodeIntList(std::span<const int64_t> values, std::string* out);
 
 // The integers of `text`, or nullopt when `text` is not exactly what
 // EncodeIntList would write for some vector (leading zeros and "-0" aside).

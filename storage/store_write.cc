@@ -99,14 +99,14 @@ Status Store::Impl::WriteBatch(const Batch& b) {
   }
   s = limiter_put.Write(
       b.limiters_put, "put limiter",
-      [&](Statement& st, int first, const LimiterRow& row, size_t slot) {
+      [&](Statement& st, int first, const LimiterView& row, size_t slot) {
         storage::EncodeIntList(row.state, &state_texts[slot]);
         st.BindText(first, row.scope);
         st.BindText(first + 1, row.name);
         st.BindText(first + 2, row.algorithm);
         st.BindText(first + 3, state_texts[slot]);
       },
-      [](const LimiterRow& row) {
+      [](const LimiterView& row) {
         return storage::MultiInsert::Key{row.scope, row.name};
       });
   if (!s.ok()) return s;

@@ -189,7 +189,7 @@ inline void RestoreInto(Engine& fresh, const Batch& b, int64_t now_us) {
   }
   SubjectRows rows;
   rows.tasks = b.tasks_put;
-  rows.limiters = b.limiters_put;
+  rows.limiters = RowsOf(b.limiters_put);
   rows.spend = b.spend_put;
   for (const TaskRow& row : rows.tasks) rows.scopes.push_back("task:" + row.task);
   for (const LimiterRow& row : rows.limiters) rows.scopes.push_back(row.scope);
@@ -224,7 +224,9 @@ struct FakeStore {
       });
     }
     for (const TaskRow& r : b.tasks_put) tasks[r.task] = r;
-    for (const LimiterRow& r : b.limiters_put) limiters[{r.scope, r.name}] = r;
+    for (const LimiterView r : b.limiters_put) {
+      limiters[{std::string(r.scope), std::string(r.name)}] = RowOf(r);
+    }
     for (const SpendRow& r : b.spend_put) spend[r.scope] = r;
   }
   // What Store::LoadSubjects answers (without the ancestor walk).

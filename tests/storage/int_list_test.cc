@@ -27,7 +27,7 @@ TEST_CASE("IntList round-trips vectors exactly", "[storage]") {
     CHECK(*parsed == values);
   }
   std::string text;
-  EncodeIntList({3, -1, 1700000000}, &text);
+  EncodeIntList(std::vector<int64_t>{3, -1, 1700000000}, &text);
   CHECK(text == "3,-1,1700000000");
 }
 
