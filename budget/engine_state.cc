@@ -127,15 +127,16 @@ bool Engine::Drain(Batch* batch, const LeaseEncoder& encode) {
     if (spend.requests == 0 && spend.tokens == 0 && spend.usd_nano == 0) {
       batch->spend_deleted.push_back(*r.scope);  // a reset: no row is zero
     } else {
-      batch->spend_put.push_back(
-          SpendRow{*r.scope, spend.requests, spend.tokens, spend.usd_nano});
+      batch->spend_put.Copy(
+          SpendView{*r.scope, spend.requests, spend.tokens, spend.usd_nano});
     }
   }
   if (leases_.Drain(batch, encode)) any = true;
   if (!ledger_.empty()) {
     any = true;
-    // The rows' string moves to the batch (the storage thread frees it);
-    // the next rows get room for as many as these.
+    // The rows move to the batch, whose room (a recycled batch's) the
+    // ledger takes in exchange; the next rows get room for as many as
+    // these.
     const size_t rows = ledger_.size();
     const size_t bytes = ledger_.text_size();
     batch->ledger_append.Append(std::move(ledger_));

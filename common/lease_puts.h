@@ -73,10 +73,11 @@ class LeasePuts {
     std::erase_if(entries_, [&](const Entry& e) { return drop(RowOf(e)); });
   }
 
-  // Appends `other`'s rows after these; `other` is left empty.
+  // Appends `other`'s rows after these; `other` is left empty (with the
+  // room it did not hand over).
   void Append(LeasePuts&& other) {
     if (entries_.empty()) {
-      *this = std::move(other);
+      std::swap(*this, other);  // other gets our room, cleared below
     } else {
       const size_t shift = text_.size();
       text_.append(other.text_);
@@ -87,7 +88,7 @@ class LeasePuts {
         entries_.push_back(e);
       }
     }
-    other = LeasePuts();
+    other.clear();  // its room stays with it
   }
 
  private:

@@ -132,15 +132,16 @@ class LedgerRows {
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, rows_.size()); }
 
-  // Appends `other`'s rows after these; `other` is left empty.
+  // Appends `other`'s rows after these; `other` is left empty (with the
+  // room it did not hand over).
   void Append(LedgerRows&& other) {
     texts_.Append(std::move(other.texts_));
     if (rows_.empty()) {
-      rows_ = std::move(other.rows_);
+      std::swap(rows_, other.rows_);  // other gets our room, cleared below
     } else {
       rows_.insert(rows_.end(), other.rows_.begin(), other.rows_.end());
     }
-    other = LedgerRows();
+    other.clear();  // its room stays with it
   }
 
  private:

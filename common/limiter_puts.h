@@ -111,10 +111,11 @@ class LimiterPuts {
     *this = std::move(kept);
   }
 
-  // Appends `other`'s rows after these; `other` is left empty.
+  // Appends `other`'s rows after these; `other` is left empty (with the
+  // room it did not hand over).
   void Append(LimiterPuts&& other) {
     if (ends_.empty()) {
-      *this = std::move(other);
+      std::swap(*this, other);  // other gets our room, cleared below
     } else {
       texts_.Append(std::move(other.texts_));
       const size_t shift = values_.size();
@@ -122,7 +123,7 @@ class LimiterPuts {
                      other.values_.end());
       for (size_t end : other.ends_) ends_.push_back(end + shift);
     }
-    other = LimiterPuts();
+    other.clear();  // its room stays with it
   }
 
  private:

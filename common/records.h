@@ -14,6 +14,7 @@
 #include "common/lease_puts.h"
 #include "common/ledger_rows.h"
 #include "common/limiter_puts.h"
+#include "common/spend_puts.h"
 #include "common/text_list.h"
 
 namespace brake {
@@ -28,15 +29,6 @@ struct TaskRow {
   std::string user;
   std::string parent;  // "" when none
   int64_t created_ms = 0;  // wall clock, ms since the epoch
-};
-
-// Settled totals of one subject scope since it first appeared (absolute
-// values, not deltas: a put replaces the row).
-struct SpendRow {
-  std::string scope;
-  int64_t requests = 0;
-  int64_t tokens = 0;
-  int64_t usd_nano = 0;  // 1 usd = 1e9
 };
 
 // An open lease as stored (a Batch puts them as LeasePuts).
@@ -68,7 +60,7 @@ struct Batch {
   // Deletes every limiter row of a scope (reset, policy change); "KIND:*"
   // deletes those of every subject of that kind.
   std::vector<std::string> limiter_scopes_deleted;
-  std::vector<SpendRow> spend_put;
+  SpendPuts spend_put;
   std::vector<std::string> spend_deleted;  // scopes; "KIND:*" as above
   LeasePuts leases_put;
   TextList leases_deleted;  // lease ids
@@ -84,7 +76,8 @@ struct Batch {
   void Clear();
   size_t capacity_bytes() const;
   // Appends `other`'s changes after this one's (used to merge batches that
-  // wait behind a commit in progress).
+  // wait behind a commit in progress); `other` is left empty, keeping the
+  // room it did not hand over, so that it can be filled again.
   void Append(Batch&& other);
 };
 

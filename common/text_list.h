@@ -60,16 +60,17 @@ class TextList {
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, ends_.size()); }
 
-  // Appends `other`'s texts after these; `other` is left empty.
+  // Appends `other`'s texts after these; `other` is left empty (with the
+  // room it did not hand over).
   void Append(TextList&& other) {
     if (ends_.empty()) {
-      *this = std::move(other);
+      std::swap(*this, other);  // other gets our room, cleared below
     } else {
       const size_t shift = text_.size();
       text_.append(other.text_);
       for (size_t end : other.ends_) ends_.push_back(end + shift);
     }
-    other = TextList();
+    other.clear();  // its room stays with it
   }
 
   friend bool operator==(const TextList& a, const TextList& b) {

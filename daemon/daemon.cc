@@ -279,9 +279,9 @@ void Daemon::Seal() {
 
 void Daemon::OnStorageDone(const StorageWorker::Done& done) {
   if (done.status.ok()) {
-    while (!pending_.empty() && pending_.front().first <= done.seq) {
-      pending_.pop_front();
-    }
+    auto settled = pending_.begin();
+    while (settled != pending_.end() && settled->first <= done.seq) ++settled;
+    pending_.erase(pending_.begin(), settled);
   }
   if (done.status.ok()) {
     ++stats_.storage_batches;

@@ -1,11 +1,18 @@
 #include "daemon/storage_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
 #include "common/line_pool.h"
 
 namespace brake {
+namespace {
+
+// What an empty batch that never grew holds (its strings' own room).
+const size_t kEmptyBatchBytes = Batch().capacity_bytes();
+
+}  // namespace
 
 StorageWorker::StorageWorker(uv_loop_t* loop, std::unique_ptr<Store> store,
                              OnDone on_done, Reopen reopen,
@@ -91,7 +98,25 @@ void StorageWorker::Submit(Batch batch) {
 
 Batch StorageWorker::TakeSpare() {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::move(spare_);
+  if (spares_.empty()) return Batch();
+  Batch spare = std::move(spares_.back());
+  spares_.pop_back();
+  return spare;
+}
+
+void StorageWorker::OfferSpare(Batch&& batch) {
+  const size_t room = batch.capacity_bytes();
+  if (room <= kEmptyBatchBytes || room > kSpareBytes) return;
+  if (spares_.size() < kSpares) {
+    spares_.push_back(std::move(batch));
+    return;
+  }
+  // Full: keep the roomiest.
+  auto least = std::min_element(
+      spares_.begin(), spares_.end(), [](const Batch& a, const Batch& b) {
+        return a.capacity_bytes() < b.capacity_bytes();
+      });
+  if (least->capacity_bytes() < room) *least = std::move(batch);
 }
 
 void StorageWorker::Run(std::function<void(Store&)> job,
@@ -184,12 +209,15 @@ void StorageWorker::ThreadMain() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (any_batch && seq > 0) done_.push_back(std::move(done));
-      if (merged.capacity_bytes() > spare_.capacity_bytes() &&
-          merged.capacity_bytes() <= kSpareBytes) {
-        spare_ = std::move(merged);
-      }
+      // Committed, merged and the batches merged into it are empty now
+      // (a failed merge was moved to `failed`, and keeps no room).
+      OfferSpare(std::move(merged));
       for (Job& job : jobs) {
-        if (!job.is_batch) thens_.push_back(std::move(job.then));
+        if (job.is_batch) {
+          OfferSpare(std::move(job.batch));
+        } else {
+          thens_.push_back(std::move(job.then));
+        }
       }
     }
     jobs.clear();

@@ -52,12 +52,16 @@ class StorageWorker {
 
   // Queues `batch` (batch.seq increasing) for the next transaction.
   void Submit(Batch batch);
-  // An empty batch to fill for the next Submit: the last one committed,
-  // cleared, when its lists took at most kSpareBytes. Refilling their room
-  // touches memory already mapped; a new batch of a megabyte or more was
-  // mapped afresh by malloc each time, and every 4 KiB page of it faulted.
+  // An empty batch to fill for the next Submit: one committed, cleared,
+  // when its lists took at most kSpareBytes. Refilling their room touches
+  // memory already mapped; a new batch of a megabyte or more was mapped
+  // afresh by malloc each time, and every 4 KiB page of it faulted. Up to
+  // kSpares are kept: in strict mode the loop seals a batch every turn, and
+  // a commit takes in the batches of several turns (each merged into one
+  // and handed back too), so a single spare left most turns without one.
   Batch TakeSpare();
   static constexpr size_t kSpareBytes = size_t{8} << 20;
+  static constexpr size_t kSpares = 4;
   // After each commit the stock thread tops LinePool's stock up to this
   // much memory made and touched ahead (LinePool::Stock): what the loop
   // takes for open leases. A fresh 2 MiB chunk costs ~3 ms of page faults
@@ -93,6 +97,9 @@ class StorageWorker {
   // was, drained form and all, for a retry).
   Status Apply(Batch& batch);
   static void OnAsync(uv_async_t* handle);
+  // Keeps `batch` (committed and cleared) as a spare if it has room worth
+  // keeping and there is a place for it (mu_ held).
+  void OfferSpare(Batch&& batch);
 
   uv_loop_t* loop_;
   std::unique_ptr<Store> store_;
@@ -110,9 +117,9 @@ class StorageWorker {
   std::vector<Job> queue_;          // guarded by mu_
   std::vector<Job> jobs_;           // storage thread only: queue_ taken
   std::vector<Done> done_;          // guarded by mu_
-  Batch spare_;                     // guarded by mu_
+  std::vector<Batch> spares_;       // guarded by mu_
   // Storage thread only: the lease rows of the batch being applied in their
-  // stored form, kept (up to kSpareBytes) for the next, like spare_.
+  // stored form, kept (up to kSpareBytes) for the next, like spares_.
   LeasePuts encoded_;
   std::vector<std::function<void()>> thens_;  // guarded by mu_
   // Loop thread only: OnAsync's empty vectors, swapped for done_ and thens_

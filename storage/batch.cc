@@ -18,7 +18,7 @@ namespace {
 template <typename T>
 void MoveAppend(std::vector<T>* to, std::vector<T>* from) {
   if (to->empty()) {
-    *to = std::move(*from);
+    std::swap(*to, *from);  // from gets our room (Batch::Append clears it)
     return;
   }
   to->insert(to->end(), std::make_move_iterator(from->begin()),
@@ -83,7 +83,7 @@ size_t Batch::capacity_bytes() const {
     return v.capacity() * sizeof(typename std::decay_t<decltype(v)>::value_type);
   };
   return room(policies_put) + room(policies_deleted) + room(tasks_put) +
-         limiters_put.capacity_bytes() + room(limiter_scopes_deleted) + room(spend_put) +
+         limiters_put.capacity_bytes() + room(limiter_scopes_deleted) + spend_put.capacity_bytes() +
          room(spend_deleted) + leases_put.capacity_bytes() +
          leases_deleted.capacity_bytes() + room(breakers_put) +
          room(breakers_deleted) + room(prices_put) +
@@ -98,7 +98,7 @@ void Batch::Append(Batch&& other) {
   DropPutsOf(other.limiter_scopes_deleted, &limiters_put,
              [](const LimiterView& r) { return r.scope; });
   DropPutsOf(other.spend_deleted, &spend_put,
-             [](const SpendRow& r) -> const std::string& { return r.scope; });
+             [](const SpendView& r) { return r.scope; });
   DropPutsOf(other.breakers_deleted, &breakers_put,
              [](const BreakerRow& r) -> const std::string& { return r.scope; });
   // Lease rows live in one string (LeasePuts), not a vector of rows, and a
@@ -115,7 +115,7 @@ void Batch::Append(Batch&& other) {
   MoveAppend(&tasks_put, &other.tasks_put);
   limiters_put.Append(std::move(other.limiters_put));
   MoveAppend(&limiter_scopes_deleted, &other.limiter_scopes_deleted);
-  MoveAppend(&spend_put, &other.spend_put);
+  spend_put.Append(std::move(other.spend_put));
   MoveAppend(&spend_deleted, &other.spend_deleted);
   leases_put.Append(std::move(other.leases_put));
   leases_deleted.Append(std::move(other.leases_deleted));
@@ -123,7 +123,7 @@ void Batch::Append(Batch&& other) {
   MoveAppend(&breakers_deleted, &other.breakers_deleted);
   MoveAppend(&prices_put, &other.prices_put);
   ledger_append.Append(std::move(other.ledger_append));
-  other = Batch();
+  other.Clear();  // its room stays with it (StorageWorker keeps spares)
 }
 
 }  // namespace brake

@@ -116,13 +116,13 @@ Status Store::Impl::WriteBatch(const Batch& b) {
   }
   s = spend_put.Write(
       b.spend_put, "put spend",
-      [](Statement& st, int first, const SpendRow& row, size_t) {
+      [](Statement& st, int first, const SpendView& row, size_t) {
         st.BindText(first, row.scope);
         st.BindInt(first + 1, row.requests);
         st.BindInt(first + 2, row.tokens);
         st.BindInt(first + 3, row.usd_nano);
       },
-      [](const SpendRow& row) {
+      [](const SpendView& row) {
         return storage::MultiInsert::Key{row.scope, {}};
       });
   if (!s.ok()) return s;

@@ -190,7 +190,7 @@ inline void RestoreInto(Engine& fresh, const Batch& b, int64_t now_us) {
   SubjectRows rows;
   rows.tasks = b.tasks_put;
   rows.limiters = RowsOf(b.limiters_put);
-  rows.spend = b.spend_put;
+  rows.spend = RowsOf(b.spend_put);
   for (const TaskRow& row : rows.tasks) rows.scopes.push_back("task:" + row.task);
   for (const LimiterRow& row : rows.limiters) rows.scopes.push_back(row.scope);
   for (const SpendRow& row : rows.spend) rows.scopes.push_back(row.scope);
@@ -227,7 +227,7 @@ struct FakeStore {
     for (const LimiterView r : b.limiters_put) {
       limiters[{std::string(r.scope), std::string(r.name)}] = RowOf(r);
     }
-    for (const SpendRow& r : b.spend_put) spend[r.scope] = r;
+    for (const SpendView r : b.spend_put) spend[std::string(r.scope)] = RowOf(r);
   }
   // What Store::LoadSubjects answers (without the ancestor walk).
   SubjectRows Load(const std::vector<std::string>& scopes) const {

@@ -129,8 +129,8 @@ TEST_CASE("engine: Drain turns changes into batch rows", "[engine]") {
   REQUIRE(settled.limiters_put.size() == 1);
   CHECK(settled.limiters_put[0].state[1] == 80);
   std::vector<std::string> spend_scopes;
-  for (const SpendRow& row : settled.spend_put) {
-    spend_scopes.push_back(row.scope);
+  for (const SpendView row : settled.spend_put) {
+    spend_scopes.emplace_back(row.scope);
     CHECK(row.requests == 1);
     CHECK(row.tokens == 80);
     // 60 * 1000 and 20 * 2000 nano per Mtok, each rounded up to 1 nano.

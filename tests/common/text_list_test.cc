@@ -50,5 +50,30 @@ TEST_CASE("text list: Append keeps both sides' texts in order",
   CHECK(All(empty) == std::vector<std::string>{"a1", "a2", "b1", "", "b3"});
 }
 
+TEST_CASE("text list: Append into an empty list trades rooms",
+          "[text_list]") {
+  // A recycled batch's list (empty, with room) takes the texts, and the
+  // source gets its room back: neither side has to grow again.
+  TextList roomy;
+  for (int i = 0; i < 100; ++i) roomy.push_back("a-text-past-a-short-string");
+  const size_t room = roomy.capacity_bytes();
+  roomy.clear();
+  TextList full{"x", "yy"};
+  const size_t full_room = full.capacity_bytes();
+  roomy.Append(std::move(full));
+  CHECK(All(roomy) == std::vector<std::string>{"x", "yy"});
+  CHECK(roomy.capacity_bytes() == full_room);
+  CHECK(full.empty());  // NOLINT: Append leaves its source empty
+  CHECK(full.capacity_bytes() == room);
+  // Appending to a list that has texts leaves the source its own room.
+  TextList more;
+  for (int i = 0; i < 100; ++i) more.push_back("another-text-past-a-short-one");
+  const size_t more_room = more.capacity_bytes();
+  roomy.Append(std::move(more));
+  CHECK(roomy.size() == 102);
+  CHECK(more.empty());  // NOLINT
+  CHECK(more.capacity_bytes() == more_room);
+}
+
 }  // namespace
 }  // namespace brake

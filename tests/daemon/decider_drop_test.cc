@@ -24,7 +24,7 @@ void LoadFor(Engine& engine, const AcquireRequest& req, const Batch& stored,
   rows.scopes = engine.MissingFor(req);
   rows.tasks = stored.tasks_put;
   rows.limiters = RowsOf(stored.limiters_put);
-  rows.spend = stored.spend_put;
+  rows.spend = RowsOf(stored.spend_put);
   engine.RestoreSubjects(rows, now_us);
   REQUIRE(engine.MissingFor(req).empty());
 }

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,16 @@ class Harness {
 
   // Submits `batch` and runs the loop until its commit is reported.
   StorageWorker::Done Commit(Batch batch) {
+    Queue(std::move(batch));
+    return WaitDone();
+  }
+  // Submits `batch` without waiting.
+  void Queue(Batch batch) {
     batch.seq = ++seq_;
     worker_->Submit(std::move(batch));
+  }
+  // Runs the loop until every batch submitted is reported.
+  StorageWorker::Done WaitDone() {
     while (done_.empty() || done_.back().seq < seq_) {
       uv_run(&loop_, UV_RUN_ONCE);
     }
@@ -107,6 +117,46 @@ TEST_CASE("storage worker: a committed batch comes back empty with its room",
   auto snapshot = (*store)->Load();
   REQUIRE(snapshot.ok());
   CHECK(snapshot->leases.size() == 101);
+}
+
+TEST_CASE("storage worker: batches merged into one commit all come back",
+          "[daemon]") {
+  TempDir dir;
+  Harness h(dir.File("brake.db"));
+  // Two batches queued behind a job that holds the storage thread are
+  // merged into one transaction; each comes back with its own room.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false;
+  bool go = false;
+  h.worker().Run(
+      [&](Store&) {
+        std::unique_lock<std::mutex> lock(mu);
+        held = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return go; });
+      },
+      [] {});
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return held; });
+  }
+  h.Queue(WithLeases("A", 100, 50));
+  h.Queue(WithLeases("B", 100, 50));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  REQUIRE(h.WaitDone().status.ok());
+  std::vector<size_t> rooms;
+  for (int i = 0; i < 3; ++i) {
+    rooms.push_back(h.worker().TakeSpare().capacity_bytes());
+  }
+  std::sort(rooms.rbegin(), rooms.rend());
+  CHECK(rooms[0] >= 100 * 50);
+  CHECK(rooms[1] >= 100 * 50);
+  CHECK(rooms[2] == kNoRoom);  // there were two
 }
 
 TEST_CASE("storage worker: a batch past kSpareBytes is not kept",

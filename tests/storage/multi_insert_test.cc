@@ -158,17 +158,19 @@ TEST_CASE("Limiter and spend rows go in 32 to a statement and the later of "
   const int n = static_cast<int>(kPer + 8);
   Batch b;
   std::vector<LimiterRow> limiters;
+  std::vector<SpendRow> spend;
   for (int i = 0; i < n; ++i) {
     const std::string scope = "task:t" + std::to_string(i);
     // Each limiter's state is its own: a state bound to the wrong row, or
     // encoded into text another row overwrote, shows.
     limiters.push_back({scope, "rpm", "token_bucket", {i, i * 10}});
-    b.spend_put.push_back({scope, i, i * 2, i * 3});
+    spend.push_back({scope, i, i * 2, i * 3});
   }
   // The same keys again within the first statement: the later rows win.
   limiters[20] = {"task:t3", "rpm", "token_bucket", {-3}};
   for (const LimiterRow& row : limiters) b.limiters_put.push_back(row);
-  b.spend_put[20] = {"task:t3", 7, 8, 9};
+  spend[20] = {"task:t3", 7, 8, 9};
+  for (const SpendRow& row : spend) b.spend_put.push_back(row);
   REQUIRE(store.Apply(b).ok());
   auto loaded = store.Load();
   REQUIRE(loaded.ok());
