@@ -9,10 +9,12 @@
 // synchronous=FULL as in braked). With --settle-order random, the settling
 // batches take the leases in an order drawn at random (seeded), as when
 // leases are held for varying times: each batch then settles lines of many
-// chunks rather than whole chunks.
+// chunks rather than whole chunks. With --limiters N each put batch also
+// upserts N limiter rows (token buckets of tasks 0 .. N-1), as strict mode's
+// commits do for the tasks their acquires charged.
 //
 //   build/bench/brake-lease-store-bench [--batches N] [--per-batch N]
-//       [--settle-order seq|random]
+//       [--settle-order seq|random] [--limiters N]
 #include <time.h>
 
 #include <cstdio>
@@ -50,12 +52,15 @@ std::string Id(long n) { return "0123456789ab-" + std::to_string(n); }
 int main(int argc, char** argv) {
   long batches = 300;
   long per_batch = 1000;
+  long limiters = 0;
   bool random_settle = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--batches") == 0) {
       batches = std::atol(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--per-batch") == 0) {
       per_batch = std::atol(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--limiters") == 0) {
+      limiters = std::atol(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--settle-order") == 0 &&
                (std::strcmp(argv[i + 1], "seq") == 0 ||
                 std::strcmp(argv[i + 1], "random") == 0)) {
@@ -63,12 +68,12 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--batches N] [--per-batch N] "
-                   "[--settle-order seq|random]\n",
+                   "[--settle-order seq|random] [--limiters N]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (batches <= 0 || per_batch <= 0) return 2;
+  if (batches <= 0 || per_batch <= 0 || limiters < 0) return 2;
   brake::storage::TempDir dir;
   auto store = brake::Store::Open(dir.File("bench.db"));
   if (!store.ok()) {
@@ -84,6 +89,11 @@ int main(int argc, char** argv) {
       char row[sizeof(kRow) + 24];
       std::snprintf(row, sizeof(row), kRow, static_cast<int>(n));
       batch.leases_put.Add(Id(n), row, /*fresh=*/true);
+    }
+    for (long k = 0; k < limiters; ++k) {
+      batch.limiters_put.push_back(
+          {"task:cmp-strict-16x16-r1-" + std::to_string(k), "rps",
+           "token_bucket", {1764495000000000 + b * 1000 + k}});
     }
     if (brake::Status s = (*store)->Apply(batch); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
@@ -107,9 +117,10 @@ int main(int argc, char** argv) {
   }
   const double t2 = ThreadCpuSeconds();
   std::printf(
-      "brake-lease-store-bench: %ld batches of %ld leases: put %.2f us, "
-      "settle (%s order) %.2f us per lease (thread CPU)\n",
-      batches, per_batch, (t1 - t0) * 1e6 / static_cast<double>(total),
+      "brake-lease-store-bench: %ld batches of %ld leases and %ld limiters: "
+      "put %.2f us, settle (%s order) %.2f us per lease (thread CPU)\n",
+      batches, per_batch, limiters,
+      (t1 - t0) * 1e6 / static_cast<double>(total),
       random_settle ? "random" : "seq",
       (t2 - t1) * 1e6 / static_cast<double>(total));
   return 0;

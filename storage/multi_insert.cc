@@ -1,6 +1,8 @@
 #include "storage/multi_insert.h"
 
+#include <array>
 #include <string>
+#include <utility>
 
 namespace brake::storage {
 namespace {
@@ -31,16 +33,16 @@ std::string InsertSql(std::string_view into, int columns, size_t rows,
 
 Status MultiInsert::Prepare(sqlite3* db, std::string_view into, int columns,
                             std::string_view tail) {
-  Result<Statement> one =
-      Statement::Prepare(db, InsertSql(into, columns, 1, tail));
-  if (!one.ok()) return one.status();
-  Result<Statement> many =
-      Statement::Prepare(db, InsertSql(into, columns, kRows, tail));
-  if (!many.ok()) return many.status();
+  std::array<Statement, kSizes> by_size;
+  for (size_t i = 0; i < kSizes; ++i) {
+    Result<Statement> st =
+        Statement::Prepare(db, InsertSql(into, columns, kRows >> i, tail));
+    if (!st.ok()) return st.status();
+    by_size[i] = std::move(*st);
+  }
   db_ = db;
   columns_ = columns;
-  one_ = std::move(*one);
-  many_ = std::move(*many);
+  by_size_ = std::move(by_size);
   return Status::Ok();
 }
 

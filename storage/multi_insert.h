@@ -4,18 +4,22 @@
 // dirty in the batch upserts its limiter and spend rows, so rows written one
 // statement each were most of the storage thread's work: a step, a halt and
 // a reset per row. Rows go kRows to a statement (INSERT ... VALUES (...),
-// (...), ... [ON CONFLICT ...]), the rest of a batch one to a statement; two
-// rows of one key in one statement end as two statements would leave them
-// (the later wins). A statement of kRows that a row's constraint (or a
-// trigger) fails changed nothing (SQLite rolls back a failed statement), so
-// its rows are then written one at a time, inside the transaction, and the
-// error names the row that failed (a single row's message). Any other
-// failure (I/O, a full disk) is returned at once, as the first row's, for
-// the Store to fail closed on. Storage thread only, like the Store.
+// (...), ... [ON CONFLICT ...]), and the rest of a batch in statements of
+// 16, 8, 4, 2 and 1 rows, at most one of each (strict mode commits every few
+// dozen rows: one to a statement, those were most of a commit's steps, and
+// SQLite allocates in each). Two rows of one key in one statement end as
+// two statements would leave them (the later wins). A statement of several
+// rows that a row's constraint (or a trigger) fails changed nothing (SQLite
+// rolls back a failed statement), so its rows and the rest are then written
+// one at a time, inside the transaction, and the error names the row that
+// failed (a single row's message). Any other failure (I/O, a full disk) is
+// returned at once, as the first row's, for the Store to fail closed on.
+// Storage thread only, like the Store.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <array>
 #include <cstddef>
 #include <string_view>
 #include <utility>
@@ -29,6 +33,9 @@ namespace brake::storage {
 class MultiInsert {
  public:
   static constexpr size_t kRows = 32;
+  // Statements of kRows, kRows / 2, ..., 1 rows.
+  static constexpr size_t kSizes = 6;
+  static_assert(kRows >> (kSizes - 1) == 1);
   // What names a row in an error: one or two parts of its key.
   using Key = std::pair<std::string_view, std::string_view>;
 
@@ -48,12 +55,19 @@ class MultiInsert {
   template <typename Rows, typename Bind, typename Key>
   Status Write(const Rows& rows, std::string_view what, Bind bind, Key key) {
     size_t next = 0;
-    while (rows.size() - next >= kRows) {
-      for (size_t r = 0; r < kRows; ++r) {
-        bind(many_, static_cast<int>(r) * columns_ + 1, rows[next + r], r);
+    // The largest statement that fits what is left, down to two rows.
+    for (size_t i = 0; i + 1 < kSizes && next < rows.size();) {
+      const size_t n = kRows >> i;
+      if (rows.size() - next < n) {
+        ++i;
+        continue;
+      }
+      Statement& many = by_size_[i];
+      for (size_t r = 0; r < n; ++r) {
+        bind(many, static_cast<int>(r) * columns_ + 1, rows[next + r], r);
       }
       const auto [key1, key2] = key(rows[next]);
-      Status s = many_.Run(what, key1, key2);
+      Status s = many.Run(what, key1, key2);
       if (!s.ok()) {
         // Only a row's own failure is worth finding, and only inside the
         // transaction (outside it, each row alone would commit).
@@ -63,12 +77,13 @@ class MultiInsert {
         }
         break;  // one at a time, below, names the row that fails
       }
-      next += kRows;
+      next += n;
     }
+    Statement& one = by_size_[kSizes - 1];
     for (; next < rows.size(); ++next) {
-      bind(one_, 1, rows[next], 0);
+      bind(one, 1, rows[next], 0);
       const auto [key1, key2] = key(rows[next]);
-      if (Status s = one_.Run(what, key1, key2); !s.ok()) return s;
+      if (Status s = one.Run(what, key1, key2); !s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -76,8 +91,7 @@ class MultiInsert {
  private:
   sqlite3* db_ = nullptr;
   int columns_ = 0;
-  Statement one_;   // one row
-  Statement many_;  // kRows rows
+  std::array<Statement, kSizes> by_size_;  // kRows >> i rows in [i]
 };
 
 }  // namespace brake::storage

@@ -1,6 +1,7 @@
 // storage/multi_insert.h, through the ledger: rows appended 32 to a statement
-// and the rest one by one, each once, and a failing row named wherever it
-// stands.
+// and the rest in statements of 16, 8, 4, 2 and 1, each once, and a failing
+// row named wherever it stands.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -61,10 +62,12 @@ std::unique_ptr<Store> FreshStore(storage::TempDir& dir) {
 int64_t SumBelow(int64_t n) { return n * (n - 1) / 2; }
 
 // A fresh store in `dir` whose ledger refuses user "boom" with
-// RAISE(`raise`, 'injected'), and a batch of 40 settlements whose 18th, in
-// the first statement of 32, is boom's.
+// RAISE(`raise`, 'injected'), and a batch of 40 settlements whose number
+// `boom` (by default the 18th, in the first statement of 32; 32 to 39 are
+// in the statement of 8 that follows) is boom's.
 std::unique_ptr<Store> StoreRefusingBoom(storage::TempDir& dir,
-                                         const std::string& raise, Batch* b) {
+                                         const std::string& raise, Batch* b,
+                                         int boom = 17) {
   const std::string path = dir.File("brake.db");
   FreshStore(dir);  // made, and closed again
   REQUIRE(storage::ExecRawSql(path,
@@ -75,17 +78,19 @@ std::unique_ptr<Store> StoreRefusingBoom(storage::TempDir& dir,
   auto opened = Store::Open(path);
   REQUIRE(opened.ok());
   b->ledger_append =
-      Settlements("alice", 0, static_cast<int>(kPer + 8), /*boom=*/17);
+      Settlements("alice", 0, static_cast<int>(kPer + 8), boom);
   return std::move(*opened);
 }
 
-TEST_CASE("Ledger rows go in 32 to a statement and the rest one by one, "
+TEST_CASE("Ledger rows go in 32 to a statement and the rest in halves "
           "each once",
           "[storage]") {
   storage::TempDir dir;
   auto opened = FreshStore(dir);
   Store& store = *opened;
-  const int n = static_cast<int>(2 * kPer + 6);  // two statements and six
+  // Two statements of 32 and one each of 4 and 2; then every smaller size.
+  const int n = GENERATE(static_cast<int>(2 * kPer + 6),
+                         static_cast<int>(2 * kPer + kPer - 1), 1);
   Batch b;
   b.ledger_append = Settlements("alice", 0, n);
   REQUIRE(store.Apply(b).ok());
@@ -96,7 +101,7 @@ TEST_CASE("Ledger rows go in 32 to a statement and the rest one by one, "
   CHECK(Totals(store, "alice").first == n);
   // Half old, half new, in one statement of 32 and more.
   Batch overlap;
-  overlap.ledger_append = Settlements("alice", n - 20, n + 20);
+  overlap.ledger_append = Settlements("alice", std::max(0, n - 20), n + 20);
   REQUIRE(store.Apply(overlap).ok());
   CHECK(Totals(store, "alice") == std::make_pair<int64_t, int64_t>(
                                       n + 20, SumBelow(n + 20)));
@@ -109,18 +114,21 @@ TEST_CASE("Ledger rows go in 32 to a statement and the rest one by one, "
   CHECK(groups->size() == static_cast<size_t>(n + 20));
 }
 
-TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
+TEST_CASE("A failing ledger row inside a statement of many is named and its "
           "batch leaves nothing",
           "[storage]") {
   storage::TempDir dir;
   Batch b;
-  auto opened = StoreRefusingBoom(dir, "ABORT", &b);
+  // In the statement of 32, and in the statement of 8 after it.
+  const int boom = GENERATE(17, static_cast<int>(kPer + 3));
+  auto opened = StoreRefusingBoom(dir, "ABORT", &b, boom);
   Store& store = *opened;
   b.spend_put = {{"user:alice", 1, 2, 3}};
   const Status status = store.Apply(b);
   CHECK(status.code() == ErrorCode::kUnavailable);
   CHECK_THAT(status.message(),
-             Catch::Contains("append ledger row (boom,t17) failed") &&
+             Catch::Contains("append ledger row (boom,t" +
+                             std::to_string(boom) + ") failed") &&
                  Catch::Contains("injected"));
   CHECK(Totals(store, "alice").first == 0);
   auto snapshot = store.Load();
@@ -128,7 +136,7 @@ TEST_CASE("A failing ledger row inside a statement of 32 is named and its "
   CHECK(snapshot->spend.empty());
   // The connection stays usable: without the bad row the batch commits.
   b.ledger_append = Settlements("alice", 0, static_cast<int>(kPer + 8),
-                                /*boom=*/-1, /*skip=*/17);
+                                /*boom=*/-1, /*skip=*/boom);
   REQUIRE(store.Apply(b).ok());
   CHECK(Totals(store, "alice").first == static_cast<int64_t>(kPer + 7));
 }
