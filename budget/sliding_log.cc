@@ -112,7 +112,8 @@ void SlidingLog::Reset(int64_t /*now_us*/) {
 }
 
 void SlidingLog::AppendState(std::vector<int64_t>* out) const {
-  out->reserve(out->size() + log_.size() * 2);
+  // No reserve: `out` holds a whole batch's states, and reserving exactly
+  // what each limiter adds would copy them all again for every log.
   for (const Entry& e : log_) {
     out->push_back(e.t_us);
     out->push_back(e.amount);
