@@ -211,13 +211,22 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
   size_t ahead = 0;
   size_t announced = 0;  // lines of this read announced, minus those handled
   while (pos < n && !c->closing && !c->close_after_write && !c->paused) {
-    while (prefetch && announced <= Engine::kPrefetchAhead && ahead < n) {
+    while (prefetch && announced <= Engine::kPrefetchAhead) {
       const char* end =
-          static_cast<const char*>(memchr(data + ahead, '\n', n - ahead));
-      if (end == nullptr) break;
-      dispatcher_->Prefetch(std::string_view(
-          data + ahead, static_cast<size_t>(end - (data + ahead))));
-      ahead = static_cast<size_t>(end - data) + 1;
+          ahead < n ? static_cast<const char*>(
+                          memchr(data + ahead, '\n', n - ahead))
+                    : nullptr;
+      if (end == nullptr) {
+        // No whole line left to announce: announce none, so that the lines
+        // still to come are each decided kPrefetchAhead announcements after
+        // their own, as Engine::AnnouncedTask expects.
+        dispatcher_->Prefetch({});
+        ahead = n;
+      } else {
+        dispatcher_->Prefetch(std::string_view(
+            data + ahead, static_cast<size_t>(end - (data + ahead))));
+        ahead = static_cast<size_t>(end - data) + 1;
+      }
       ++announced;
     }
     if (announced > 0) --announced;
