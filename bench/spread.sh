@@ -3,13 +3,15 @@
 #
 # Starts a fresh braked from BUILD (batched durability, max_open_leases 1e9)
 # on a temporary socket and database, sets a task:* token bucket, has
-# brake-bench (16 x 16, --spread) acquire for each of the K tasks once, then
+# brake-bench (--spread) acquire for each of the K tasks once, then
 # runs SECONDS measured (1 s warm-up) and prints decisions/s, p50 and braked's
 # CPU per reply (/proc/PID/stat, both threads, over the measured run and its
 # warm-up). MODE deny: one call per task per day, so the run is all denials
 # over K subjects; MODE grant: a bucket that never denies, so every acquire
 # grants (and dirties) a different subject. PERF=1 also records
 # `perf record -e cpu-clock -g` of braked for 4 s into /tmp/spr.perf.
+# CONNECTIONS and DEPTH set the measured run's shape (default 16 x 16; the
+# warm-up that grants every task once keeps brake-bench's own).
 # docs/performance/07-seventh-pass.md and 08-eighth-pass.md have figures.
 set -eu
 B=$1; K=$2; S=$3; MODE=$4
@@ -30,7 +32,8 @@ if [ -n "${PERF:-}" ]; then
 fi
 T0=$(awk '{print $14+$15}' "/proc/$P/stat")
 "$B/bench/brake-bench" --socket "$D/s.sock" --spread --tasks "$K" \
-  --seconds "$S" --warmup-seconds 1 --json > "$D/run.json"
+  --seconds "$S" --warmup-seconds 1 --connections "${CONNECTIONS:-16}" \
+  --depth "${DEPTH:-16}" --json > "$D/run.json"
 T1=$(awk '{print $14+$15}' "/proc/$P/stat")
 python3 - "$D" "$T0" "$T1" << 'PY'
 import json, os, sys
