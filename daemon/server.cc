@@ -209,7 +209,8 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
   // in cache by its turn. `ahead` is where the next line to announce starts.
   const bool prefetch = dispatcher_->prefetch_pays();
   size_t ahead = 0;
-  size_t announced = 0;  // lines of this read announced, minus those handled
+  size_t announced = 0;  // announcements of this read (lines, then none),
+                         // minus the lines handled
   while (pos < n && !c->closing && !c->close_after_write && !c->paused) {
     while (prefetch && announced <= Engine::kPrefetchAhead) {
       const char* end =
