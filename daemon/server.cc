@@ -212,6 +212,14 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
   size_t announced = 0;  // announcements of this read (lines, then none),
                          // minus the lines handled
   while (pos < n && !c->closing && !c->close_after_write && !c->paused) {
+    const char* nl =
+        static_cast<const char*>(memchr(data + pos, '\n', n - pos));
+    if (nl == nullptr) break;
+    size_t len = static_cast<size_t>(nl - (data + pos));
+    if (c->in.size() + len > max_line) {
+      too_long = true;
+      break;
+    }
     while (prefetch && announced <= Engine::kPrefetchAhead) {
       const char* end =
           ahead < n ? static_cast<const char*>(
@@ -220,7 +228,8 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
       if (end == nullptr) {
         // No whole line left to announce: announce none, so that the lines
         // still to come are each decided kPrefetchAhead announcements after
-        // their own, as Engine::AnnouncedTask expects.
+        // their own, as Engine::AnnouncedTask expects. Only for a line about
+        // to be handled: a read that ends mid-line announces nothing more.
         dispatcher_->Prefetch({});
         ahead = n;
       } else {
@@ -231,14 +240,6 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
       ++announced;
     }
     if (announced > 0) --announced;
-    const char* nl =
-        static_cast<const char*>(memchr(data + pos, '\n', n - pos));
-    if (nl == nullptr) break;
-    size_t len = static_cast<size_t>(nl - (data + pos));
-    if (c->in.size() + len > max_line) {
-      too_long = true;
-      break;
-    }
     if (c->in.empty()) {
       self->HandleLine(c, std::string_view(data + pos, len));
     } else {
