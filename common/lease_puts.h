@@ -73,6 +73,14 @@ class LeasePuts {
     std::erase_if(entries_, [&](const Entry& e) { return drop(RowOf(e)); });
   }
 
+  // Marks every row as possibly put before: for a batch retried after a
+  // commit of it that may have reached the file after all, so that the
+  // store looks for (and replaces) a row it finds rather than adding a
+  // second.
+  void ForgetFresh() {
+    for (Entry& e : entries_) e.fresh = false;
+  }
+
   // Appends `other`'s rows after these; `other` is left empty (with the
   // room it did not hand over).
   void Append(LeasePuts&& other) {

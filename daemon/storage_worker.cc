@@ -161,9 +161,9 @@ void StorageWorker::ThreadMain() {
     Done done;
     if (any_batch && store_ == nullptr) {
       // The last commit failed: start again from a fresh connection. The
-      // retried batch is idempotent (upserts, ledger rows keyed by lease),
-      // so frames of the failed commit that reached the WAL anyway do no
-      // harm.
+      // retried batch is idempotent (upserts, ledger rows keyed by lease,
+      // its leases looked up: ForgetFresh), so frames of the failed commit
+      // that reached the WAL anyway do no harm.
       auto reopened = reopen_ ? reopen_()
                               : Result<std::unique_ptr<Store>>(
                                     Status::Unavailable("storage: closed"));
@@ -195,6 +195,9 @@ void StorageWorker::ThreadMain() {
       done.seq = seq;
       if (!done.status.ok()) {
         failed = std::move(merged);
+        // Its frames may have reached the WAL all the same (see above):
+        // leases the store would take as new could be stored already.
+        failed.leases_put.ForgetFresh();
         have_failed = true;
       } else {
         merged.Clear();

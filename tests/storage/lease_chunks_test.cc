@@ -156,6 +156,38 @@ TEST_CASE("lease chunks: a fresh line rolled back is forgotten",
   CHECK(Leases(*Open(path)) == Rows{"L1={1}", "L4={4}"});
 }
 
+TEST_CASE("lease chunks: a fresh batch retried after it was stored after all "
+          "stores each lease once once it forgets it is fresh",
+          "[storage]") {
+  // The storage worker's retry of a commit that reported failure but whose
+  // frames reached the WAL (a failed fsync): the reopened store has the
+  // leases already.
+  TempDir dir;
+  const std::string path = dir.File("brake.db");
+  auto make = [] {
+    Batch b;
+    b.leases_put.Add("L1", "{1}", /*fresh=*/true);
+    b.leases_put.Add("L2", "{2}", /*fresh=*/true);
+    return b;
+  };
+  REQUIRE(Open(path)->Apply(make()).ok());
+  Batch retry = make();
+  SECTION("taken as fresh, each lease gets a second line") {
+    auto store = Open(path);
+    REQUIRE(store->Apply(retry).ok());
+    CHECK(Leases(*Open(path)).size() == 4);
+  }
+  SECTION("not fresh, each keeps one line, and settling it settles it") {
+    retry.leases_put.ForgetFresh();
+    auto store = Open(path);
+    REQUIRE(store->Apply(retry).ok());
+    CHECK(Leases(*Open(path)) == Rows{"L1={1}", "L2={2}"});
+    REQUIRE(Put(*store, {}, {"L1", "L2"}).ok());
+    CHECK(Leases(*Open(path)).empty());
+    CHECK(Chunks(path) == 0);
+  }
+}
+
 TEST_CASE("lease chunks: a batch past kChunkBytes takes several rows",
           "[storage]") {
   TempDir dir;
