@@ -71,6 +71,8 @@ Status Daemon::Start() {
   StoreOptions store_options;
   store_options.quick_check_only_after_unclean_stop =
       ::access(running_marker_.c_str(), F_OK) != 0;
+  // One braked to a database: a second one fails to start.
+  store_options.exclusive = true;
   auto store = Store::Open(options_.db_path, store_options);
   if (!store.ok()) return store.status();
   Log(LogLevel::kInfo, "database %s: %s", options_.db_path.c_str(),
@@ -91,7 +93,11 @@ Status Daemon::Start() {
   worker_ = std::make_unique<StorageWorker>(
       &loop_, std::move(*store),
       [this](const StorageWorker::Done& d) { OnStorageDone(d); },
-      [path = options_.db_path] { return Store::Open(path); },
+      [path = options_.db_path] {
+        StoreOptions reopen;
+        reopen.exclusive = true;
+        return Store::Open(path, reopen);
+      },
       EncodeSnapshots);
   server_ = std::make_unique<Server>(&loop_, dispatcher_.get(), &config_,
                                      &stats_, this);

@@ -192,11 +192,24 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   if (rc != SQLITE_OK) return SqliteError(db, rc, "open " + path);
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  if (options.exclusive) {
+    Status s = ExecSql(db, "PRAGMA locking_mode=EXCLUSIVE",
+                       "setting the locking mode");
+    if (!s.ok()) return s;
+  }
 
   // Refusals first, before anything that could write to the file: a newer
   // schema and a damaged database are left exactly as found.
   Result<int64_t> version = storage::ReadSchemaVersion(db);
-  if (!version.ok()) return version.status();
+  if (!version.ok()) {
+    if ((sqlite3_extended_errcode(db) & 0xff) == SQLITE_BUSY) {
+      return Status::Unavailable(
+          "storage: " + path +
+          " is locked by another process (another braked on the same "
+          "database?): " + version.status().message());
+    }
+    return version.status();
+  }
   Status s = storage::CheckSchemaNotNewer(*version, SchemaVersion());
   if (!s.ok()) return s;
   bool check = options.quick_check;

@@ -57,6 +57,13 @@ struct StoreOptions {
   // file (the check is O(database size)). The daemon also keeps a marker
   // of its own for crashes while the log was empty (see daemon.cc).
   bool quick_check_only_after_unclean_stop = false;
+  // Hold the database locked for as long as the store is open (PRAGMA
+  // locking_mode=EXCLUSIVE, before the first read): no other connection can
+  // read or write it, so a second braked on the same file fails to open it
+  // (after the busy timeout, 5 s) instead of sharing its budgets; and the
+  // WAL index lives in this process's memory, not a -shm mapping, so a
+  // transaction takes no file locks of its own (fcntl) either.
+  bool exclusive = false;
 };
 
 class Store {

@@ -101,6 +101,39 @@ TEST_CASE("a second daemon on a live socket refuses to start",
   CHECK(first.daemon.Stop() == 0);
 }
 
+TEST_CASE("a second daemon on a live database refuses to start",
+          "[integration]") {
+  RunningDaemon first;
+  {
+    Client c = first.daemon.Connect();
+    SetPolicy(c, "user:*",
+              R"([{"name":"day","resource":"tokens","algorithm":"quota",)"
+              R"("limit":1000,"period":"day"}])");
+    AcquireLease(c, "alice", "t1", {{"tokens", 300}});
+  }
+  // Its own socket, the first one's database: two daemons would each
+  // grant the whole quota. It gives up after SQLite's busy timeout (5 s).
+  TempDir other;
+  ProgramResult second =
+      RunProgram({BRAKED_PATH, "--socket", other.File("braked.sock"), "--db",
+                  first.daemon.db_path()},
+                 20000);
+  INFO("second daemon's stderr: " << second.err);
+  CHECK(second.exit_code != 0);
+  CHECK(second.exit_code != -1);  // it exited by itself
+  CHECK_THAT(second.err, Contains("is locked by another process"));
+  CHECK_THAT(second.err, Contains(first.daemon.db_path()));
+
+  // The first one is untouched: its reservation holds.
+  REQUIRE(first.daemon.running());
+  Client c = first.daemon.Connect();
+  json alice = CallOk(c, {{"op", "status"}, {"user", "alice"}});
+  CHECK(alice["reserved"]["tokens"] == 300);
+  CHECK(c.Call({{"op", "acquire"}, {"user", "alice"}, {"task", "t1"},
+                {"tokens", 701}})["granted"] == false);
+  CHECK(first.daemon.Stop() == 0);
+}
+
 TEST_CASE("a stale socket file is replaced", "[integration]") {
   TempDir dir;
   Daemon daemon(dir.path());
