@@ -8,7 +8,9 @@
 // would (measured in docs/performance/07-seventh-pass.md). Backed by 2 MiB
 // pages the same table is 16 TLB entries. Arrays under 2 MiB, and systems
 // where transparent huge pages are off, get ordinary memory; the hint only
-// changes speed. Only whole arrays are allocated here, never grown in place.
+// changes speed. Either way an array starts a cache line, so that a reader
+// can tell which elements share one (ScopeTable::PrefetchSlot). Only whole
+// arrays are allocated here, never grown in place.
 #pragma once
 
 #include <sys/mman.h>
@@ -23,6 +25,7 @@ template <class T>
 struct HugePageAllocator {
   using value_type = T;
   static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr std::align_val_t kAlign{alignof(T) > 64 ? alignof(T) : 64};
 
   HugePageAllocator() = default;
   template <class U>
@@ -31,8 +34,7 @@ struct HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePage) {
-      return static_cast<T*>(
-          ::operator new(bytes, std::align_val_t{alignof(T)}));
+      return static_cast<T*>(::operator new(bytes, kAlign));
     }
     const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
     void* p = std::aligned_alloc(kHugePage, rounded);
@@ -42,7 +44,7 @@ struct HugePageAllocator {
   }
   void deallocate(T* p, size_t n) {
     if (n * sizeof(T) < kHugePage) {
-      ::operator delete(p, std::align_val_t{alignof(T)});
+      ::operator delete(p, kAlign);
     } else {
       std::free(p);
     }
