@@ -7,8 +7,7 @@
 // is an array of slots, each the entry's full hash beside a pointer to it,
 // probed linearly; a probe compares hashes before it touches an entry, so
 // finding one reads one slot's cache line (now and then the next) and the
-// entry. Erasing shifts the
-// following slots back (no tombstones).
+// entry. Erasing shifts the following slots back (no tombstones).
 //
 // Why not std::unordered_map: its bucket holds the node *before* the first
 // of the bucket, so a lookup reads three unrelated cache lines, and where a
@@ -94,9 +93,9 @@ class ScopeTable {
   //
   // PrefetchSlot loads the next line of slots as well: at a load of about
   // half, one lookup in ten runs past its home slot's line, and Hinted
-  // then waited for a line nobody had asked for (a miss of its own on the
-  // decision's path). With both lines one in a hundred does; a million
-  // subjects in random order: 9.8 -> 11.0 M denials/s in process
+  // would wait there for a line nobody asked for (a miss on the decision's
+  // path). With both lines in, one in a hundred does. A million subjects
+  // in random order, medians 9.7 -> 11.0-11.4 M denials/s in process
   // (docs/performance/27-twenty-seventh-pass.md).
   void PrefetchSlot(uint64_t hash) const {
     if (slots_.empty()) return;
