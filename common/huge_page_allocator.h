@@ -19,13 +19,16 @@
 #include <cstdlib>
 #include <new>
 
+#include "common/line_pool.h"
+
 namespace brake {
 
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
   static constexpr size_t kHugePage = size_t{2} << 20;
-  static constexpr std::align_val_t kAlign{alignof(T) > 64 ? alignof(T) : 64};
+  static constexpr std::align_val_t kAlign{
+      alignof(T) > LinePool::kLine ? alignof(T) : LinePool::kLine};
 
   HugePageAllocator() = default;
   template <class U>

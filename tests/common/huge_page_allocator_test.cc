@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/line_pool.h"
+
 namespace brake {
 namespace {
 
@@ -19,7 +21,7 @@ template <class T>
 void CheckArray(size_t n) {
   HugePageAllocator<T> alloc;
   T* p = alloc.allocate(n);
-  CHECK(reinterpret_cast<uintptr_t>(p) % 64 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(p) % LinePool::kLine == 0);
   std::memset(static_cast<void*>(p), 0xab, n * sizeof(T));  // all usable
   alloc.deallocate(p, n);
 }

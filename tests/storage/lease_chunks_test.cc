@@ -156,8 +156,8 @@ TEST_CASE("lease chunks: a fresh line rolled back is forgotten",
   CHECK(Leases(*Open(path)) == Rows{"L1={1}", "L4={4}"});
 }
 
-TEST_CASE("lease chunks: a fresh batch retried after it was stored after all "
-          "stores each lease once once it forgets it is fresh",
+TEST_CASE("lease chunks: a retried batch that was stored after all keeps one "
+          "line per lease when it forgets it is fresh",
           "[storage]") {
   // The storage worker's retry of a commit that reported failure but whose
   // frames reached the WAL (a failed fsync): the reopened store has the
