@@ -42,6 +42,8 @@ throughput, latency, grants, denials and the grant rate over time.
   --warmup-seconds W     warm-up seconds, not counted (default 1)
   --op acquire|ping      request kind (default acquire)
   --user U               acquire user (default bench)
+  --users J              with J > 1, connection i acquires for user U-<i % J>
+                         (default 1: every connection for U)
   --task-prefix P        connection i acquires for task P<i % K>
                          (default "bench-")
   --tasks K              distinct tasks (default: one per connection)
@@ -108,7 +110,7 @@ between consecutive grants received in the measured window (receive times,
 sorted, all connections), and the first and last grant's time from its start.
 
 JSON fields: target, socket, op, connections, depth, threads, seconds,
-warmup_seconds, user, task_prefix, tasks, tokens, commit, hold, decisions,
+warmup_seconds, user, users, task_prefix, tasks, tokens, commit, hold, decisions,
 decisions_per_sec, latency_us {min, mean, p50, p90, p99, p999, max}, grants,
 denials, denials_by_reason {reason: n}, errors, errors_by_code {code: n},
 ok_other, echoed, grants_per_connection {min, max}, grants_per_second [n...],
@@ -230,6 +232,9 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
       load.op = v == "ping" ? BenchOp::kPing : BenchOp::kAcquire;
     } else if (arg == "--user") {
       if (!value(&load.user) || load.user.empty()) return bad("a name");
+    } else if (arg == "--users") {
+      if (!int_flag(1, 100000000, &n)) return bad("an integer >= 1");
+      load.users = static_cast<int>(n);
     } else if (arg == "--task-prefix") {
       if (!value(&load.task_prefix)) return bad("a prefix");
     } else if (arg == "--tasks") {

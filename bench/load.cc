@@ -30,7 +30,11 @@ std::string RequestTail(const LoadConfig& config, int conn_index) {
   const int tasks = config.tasks > 0 ? config.tasks : config.connections;
   const std::string task =
       config.task_prefix + std::to_string(conn_index % tasks);
-  std::string tail = ",\"op\":\"acquire\",\"user\":" + JsonString(config.user) +
+  const std::string user =
+      config.users > 1
+          ? config.user + "-" + std::to_string(conn_index % config.users)
+          : config.user;
+  std::string tail = ",\"op\":\"acquire\",\"user\":" + JsonString(user) +
                      ",\"task\":" + JsonString(task) +
                      ",\"tokens\":" + std::to_string(config.tokens);
   if (config.wait_ms > 0) {
@@ -74,8 +78,8 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
       LoadConfig marked = config;
       marked.task_prefix += "#";
       marked.tasks = 1;
-      const std::string whole = RequestTail(marked, 0);
-      const size_t hash = whole.rfind("#0\"");  // prefix#, task 0 % 1
+      const std::string whole = RequestTail(marked, i);
+      const size_t hash = whole.rfind("#0\"");  // prefix#, task i % 1
       c->spread_head = whole.substr(0, hash);
       c->spread_tail = whole.substr(hash + 2);
       c->next_task = i % (config.tasks > 0 ? config.tasks : config.connections);

@@ -39,6 +39,7 @@ struct LoadConfig {
   double warmup_seconds = 1;
   BenchOp op = BenchOp::kAcquire;
   std::string user = "bench";
+  int users = 1;  // J > 1: connection i acquires for user + "-" + (i % J).
   std::string task_prefix = "bench-";
   int tasks = 0;  // K: connection i uses task prefix + (i % K); 0 means N.
   // Each acquire names its connection's next task instead: connection i

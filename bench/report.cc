@@ -203,6 +203,7 @@ nlohmann::json ReportJson(const RunReport& run) {
       {"seconds", secs},
       {"warmup_seconds", c.warmup_seconds},
       {"user", c.user},
+      {"users", c.users},
       {"task_prefix", c.task_prefix},
       {"tasks", c.tasks > 0 ? c.tasks : c.connections},
       {"tokens", c.tokens},

@@ -104,7 +104,12 @@ class Store {
   static int SchemaVersion();  // the newest schema this binary knows
   // The page size of a database Open creates; one made before keeps its
   // own (docs/OPERATIONS.md says how to convert it).
-  static constexpr int kPageBytes = 16384;
+  static constexpr int kPageBytes = 8192;
+  // The WAL is checkpointed once it holds this many bytes of pages, whatever
+  // the file's page size (SQLite counts pages, 1,000 by default).
+  static constexpr int64_t kWalCheckpointBytes = int64_t{16} << 20;
+  // The WAL's automatic checkpoint, in pages of this database.
+  int64_t checkpoint_pages() const;
   // Whether Open ran PRAGMA quick_check.
   bool quick_checked() const;
 

@@ -280,7 +280,13 @@ TEST_CASE("Store makes a new database in pages of kPageBytes and keeps an older 
           "[storage]") {
   TempDir dir;
   const std::string fresh = dir.File("fresh.db");
-  MustApply(*MustOpen(fresh), FullBatch());
+  {
+    auto store = MustOpen(fresh);
+    MustApply(*store, FullBatch());
+    // The WAL holds as many bytes between checkpoints in any page size.
+    CHECK(store->checkpoint_pages() ==
+          Store::kWalCheckpointBytes / Store::kPageBytes);
+  }
   CHECK(*QueryRawInt(fresh, "PRAGMA page_size") == Store::kPageBytes);
   CHECK(*QueryRawText(fresh, "PRAGMA journal_mode") == "wal");
 
@@ -291,6 +297,7 @@ TEST_CASE("Store makes a new database in pages of kPageBytes and keeps an older 
   {
     auto store = MustOpen(older);
     MustApply(*store, FullBatch());
+    CHECK(store->checkpoint_pages() == Store::kWalCheckpointBytes / 4096);
     CHECK(Strs(MustLoad(*store), "policies") ==
           Strs(MustLoad(*MustOpen(fresh)), "policies"));
   }
