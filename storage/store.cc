@@ -3,7 +3,6 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -227,8 +226,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   // commit of 20 ms and more (docs/performance/19-nineteenth-pass.md);
   // in 16 KiB pages a strict commit wrote ~4 pages of B-tree bookkeeping
   // (the file's header, a parent, a limiter's leaf) at 16 KiB each. 8 KiB
-  // pages: strict +6-9 %, batched alike (28-twenty-eighth-pass.md). The
-  // WAL is checkpointed every kWalCheckpointBytes, whatever the pages.
+  // pages: strict +6-9 %, batched alike
+  // (docs/performance/28-twenty-eighth-pass.md). The WAL is checkpointed
+  // every kWalCheckpointBytes, whatever the pages.
   s = ExecSql(db,
               ("PRAGMA page_size=" + std::to_string(kPageBytes)).c_str(),
               "setting the page size");
@@ -240,10 +240,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   Result<int64_t> page =
       storage::QueryInt(db, "PRAGMA page_size", "reading the page size");
   if (!page.ok()) return page.status();
-  impl->checkpoint_pages = kWalCheckpointBytes / std::max<int64_t>(*page, 512);
   s = ExecSql(db,
               ("PRAGMA wal_autocheckpoint=" +
-               std::to_string(impl->checkpoint_pages))
+               std::to_string(kWalCheckpointBytes / *page))
                   .c_str(),
               "setting the checkpoint interval");
   if (!s.ok()) return s;
@@ -278,7 +277,10 @@ Status Store::ForEachStoredScope(
   return storage::ForEachStoredScope(impl_->db(), fn);
 }
 
-int64_t Store::checkpoint_pages() const { return impl_->checkpoint_pages; }
+Result<int64_t> Store::checkpoint_pages() const {
+  return storage::QueryInt(impl_->db(), "PRAGMA wal_autocheckpoint",
+                           "reading the checkpoint interval");
+}
 
 Status Store::Apply(const Batch& batch) {
   if (!impl_->fatal.empty()) return impl_->FailClosed();

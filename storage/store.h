@@ -108,8 +108,9 @@ class Store {
   // The WAL is checkpointed once it holds this many bytes of pages, whatever
   // the file's page size (SQLite counts pages, 1,000 by default).
   static constexpr int64_t kWalCheckpointBytes = int64_t{16} << 20;
-  // The WAL's automatic checkpoint, in pages of this database.
-  int64_t checkpoint_pages() const;
+  // The WAL's automatic checkpoint, in pages of this database, as the
+  // connection has it.
+  Result<int64_t> checkpoint_pages() const;
   // Whether Open ran PRAGMA quick_check.
   bool quick_checked() const;
 

@@ -51,7 +51,6 @@ struct Store::Impl {
   std::vector<std::string> state_texts =
       std::vector<std::string>(storage::MultiInsert::kRows);
   bool quick_checked = false;
-  int64_t checkpoint_pages = 0;  // PRAGMA wal_autocheckpoint
   // Set by the first I/O error or sign of corruption in a write; every later
   // write is refused with it (see FailClosed).
   std::string fatal;

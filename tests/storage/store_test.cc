@@ -284,7 +284,7 @@ TEST_CASE("Store makes a new database in pages of kPageBytes and keeps an older 
     auto store = MustOpen(fresh);
     MustApply(*store, FullBatch());
     // The WAL holds as many bytes between checkpoints in any page size.
-    CHECK(store->checkpoint_pages() ==
+    CHECK(*store->checkpoint_pages() ==
           Store::kWalCheckpointBytes / Store::kPageBytes);
   }
   CHECK(*QueryRawInt(fresh, "PRAGMA page_size") == Store::kPageBytes);
@@ -297,7 +297,7 @@ TEST_CASE("Store makes a new database in pages of kPageBytes and keeps an older 
   {
     auto store = MustOpen(older);
     MustApply(*store, FullBatch());
-    CHECK(store->checkpoint_pages() == Store::kWalCheckpointBytes / 4096);
+    CHECK(*store->checkpoint_pages() == Store::kWalCheckpointBytes / 4096);
     CHECK(Strs(MustLoad(*store), "policies") ==
           Strs(MustLoad(*MustOpen(fresh)), "policies"));
   }
