@@ -111,10 +111,10 @@ struct LeaseIds {
   // announced before each decision, as a caller holding a batch would.
   AcquireRequest ahead = *req;
   SubjectCursor next(&ahead, first + Engine::kPrefetchAhead, subjects,
-                     order);
+                     order, /*task_only=*/true);
   for (int k = 0; k < n; ++k, subject.Next()) {
     if (prefetch) {
-      b->engine.Prefetch(ahead.task);
+      b->engine.Prefetch(next.task());
       next.Next();
     }
     Status s = b->engine.Acquire(*req, ++b->now_us, &out);
