@@ -135,14 +135,14 @@ class SubjectCursor {
     Put(&req_->user, user.data(), user.size());
   }
   // s = [p, p + n), in place (a name fits the string's inline bytes).
-  // Names under 8 bytes (up to ten million subjects) are moved inline, in
+  // Names under 8 bytes (subjects up to a million) are moved inline, in
   // two overlapping words: memcpy of a length not known at compile time is
   // a call into libc, which with assign cost ~80 instructions a decision in
   // shuffled order, a tenth of a denial there (callgrind).
   static void Put(std::string* s, const char* p, size_t n) {
     if (s->size() != n) s->resize(n);
     char* d = s->data();
-    if (n >= 8) {  // "t" and 7 digits: ten million subjects and more
+    if (n >= 8) {  // "t" and 7 digits: past a million subjects
       std::memcpy(d, p, n);
     } else if (n >= 4) {
       std::memcpy(d, p, 4);
