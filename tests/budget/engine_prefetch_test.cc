@@ -16,7 +16,7 @@ namespace {
 
 using namespace engine_test;
 
-void Configure(Engine& e) {
+void ConfigurePrefetchPolicies(Engine& e) {
   e.SetPolicy("user:*", MakePolicy({BucketSpec("rps", 5, 1000, 8)}));
   e.SetPolicy("task:*", MakePolicy({BucketSpec("rps", 1, 1000, 2),
                                     ConcurrencySpec("inflight", 2)}));
@@ -59,8 +59,8 @@ TEST_CASE("engine prefetch: a hint changes no decision", "[engine][prefetch]") {
     reqs.push_back(Req("u" + std::to_string(user), "t" + std::to_string(task)));
   }
   Side plain, hinted;
-  Configure(plain.engine);
-  Configure(hinted.engine);
+  ConfigurePrefetchPolicies(plain.engine);
+  ConfigurePrefetchPolicies(hinted.engine);
   int64_t now = kT0;
   size_t announced = 0;  // hinted: requests announced so far
   std::string expected;   // the plain engine's answer

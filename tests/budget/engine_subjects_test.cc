@@ -18,7 +18,7 @@ using namespace engine_test;
 constexpr int64_t kIdleUs = 60 * kSecondUs;
 constexpr size_t kScanAll = 1 << 20;
 
-void Configure(Engine& e) {
+void ConfigureResidencyPolicies(Engine& e) {
   e.SetPolicy("user:*", MakePolicy({QuotaSpec("tok", Resource::kTokens, 1000),
                                     BucketSpec("rps", 10, 1000, 10)}));
   e.SetPolicy("task:*", MakePolicy({ConcurrencySpec("inflight", 2)}));
@@ -27,7 +27,7 @@ void Configure(Engine& e) {
 TEST_CASE("engine residency: an idle subject leaves memory and comes back "
           "intact", "[engine][subjects]") {
   Engine e("L", kTtlUs);
-  Configure(e);
+  ConfigureResidencyPolicies(e);
   FakeStore store;
   Commit(e, Grant(e, Req("alice", "t1", 600), kT0), 600, kT0 + 10);
   store.Apply(e);
@@ -66,7 +66,7 @@ TEST_CASE("engine residency: an idle subject leaves memory and comes back "
 
 TEST_CASE("engine residency: what stays in memory", "[engine][subjects]") {
   Engine e("L", kTtlUs);
-  Configure(e);
+  ConfigureResidencyPolicies(e);
   FakeStore store;
   const int64_t later = kT0 + 2 * kIdleUs;
 
@@ -130,7 +130,7 @@ TEST_CASE("engine residency: a task's user leaves memory while the task "
   // A known task keeps pointers to its own subject and its user's: they
   // must not outlive the user's eviction.
   Engine e("L", kTtlUs);
-  Configure(e);
+  ConfigureResidencyPolicies(e);
   FakeStore store;
   const int64_t later = kT0 + 2 * kIdleUs;
   // The second acquire of a known task is the one that keeps the pointers.
@@ -163,7 +163,7 @@ TEST_CASE("engine residency: a task's user leaves memory while the task "
 TEST_CASE("engine residency: loaded rows never overwrite newer memory",
           "[engine][subjects]") {
   Engine e("L", kTtlUs);
-  Configure(e);
+  ConfigureResidencyPolicies(e);
   FakeStore store;
   Commit(e, Grant(e, Req("alice", "t1", 100), kT0), 100, kT0);
   store.Apply(e);
@@ -176,7 +176,7 @@ TEST_CASE("engine residency: loaded rows never overwrite newer memory",
 TEST_CASE("engine residency: an evicted ancestor is loaded before a child "
           "decides", "[engine][subjects]") {
   Engine e("L", kTtlUs);
-  Configure(e);
+  ConfigureResidencyPolicies(e);
   e.SetPolicy("task:root", MakePolicy({QuotaSpec("tok", Resource::kTokens,
                                                   100)}));
   FakeStore store;
@@ -198,7 +198,7 @@ TEST_CASE("engine residency: an evicted ancestor is loaded before a child "
 TEST_CASE("engine residency: a kind reset reaches stored subjects",
           "[engine][subjects]") {
   Engine e("L", kTtlUs);
-  Configure(e);
+  ConfigureResidencyPolicies(e);
   FakeStore store;
   Commit(e, Grant(e, Req("alice", "a1", 900), kT0), 900, kT0);
   Commit(e, Grant(e, Req("bob", "b1", 900), kT0), 900, kT0);

@@ -1,4 +1,5 @@
 #include "budget/fixed_window.h"
+#include "tests/budget/limiter_helpers.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -7,8 +8,8 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kMs = 1000;
-constexpr int64_t kSec = 1000 * kMs;
+using limiter_test::kMs;
+using limiter_test::kSec;
 
 LimitSpec Window(int64_t limit, int64_t window_ms) {
   LimitSpec s;
@@ -19,11 +20,7 @@ LimitSpec Window(int64_t limit, int64_t window_ms) {
   return s;
 }
 
-bool Take(Limiter& l, int64_t amount, int64_t now_us) {
-  if (l.Check(amount, now_us).verdict != Verdict::kAdmit) return false;
-  l.Charge(amount, now_us);
-  return true;
-}
+using limiter_test::Take;
 
 TEST_CASE("fixed window: boundaries", "[budget]") {
   const int64_t w = 60 * kSec;

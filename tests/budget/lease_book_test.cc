@@ -11,8 +11,8 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kT0 = 1'000'000'000;
-constexpr int64_t kTtl = 60'000'000;
+constexpr int64_t kBookT0 = 1'000'000'000;
+constexpr int64_t kBookTtl = 60'000'000;
 
 void Encode(const Lease& l, std::string* text) { text->append(l.user()); }
 
@@ -37,10 +37,10 @@ using Ids = std::vector<std::string>;
 TEST_CASE("lease book: ids count up and are found by number",
           "[lease_book]") {
   LeaseBook book("run-");
-  Lease& a = book.Open(kT0 + kTtl);
+  Lease& a = book.Open(kBookT0 + kBookTtl);
   CHECK(book.IdOf(a) == "run-1");
   a.Set(Lease::kUser, "alice");
-  CHECK(book.IdOf(book.Open(kT0 + kTtl)) == "run-2");
+  CHECK(book.IdOf(book.Open(kBookT0 + kBookTtl)) == "run-2");
   CHECK(book.open() == 2);
   REQUIRE(book.Find("run-1") != nullptr);
   CHECK(book.Find("run-1")->user() == "alice");
@@ -57,9 +57,9 @@ TEST_CASE("lease book: ids past each power of ten, and after a restore",
           "[lease_book]") {
   LeaseBook book("r");
   for (int n = 1; n <= 1234; ++n) {
-    Lease& l = book.Open(kT0 + kTtl);
+    Lease& l = book.Open(kBookT0 + kBookTtl);
     REQUIRE(book.IdOf(l) == "r" + std::to_string(n));
-    if (n % 3 == 0) book.Settle(l, Settlement{}, kT0);  // not the newest
+    if (n % 3 == 0) book.Settle(l, Settlement{}, kBookT0);  // not the newest
   }
   CHECK(book.Find("r1000") != nullptr);
   CHECK(book.IdOf(*book.Find("r1000")) == "r1000");
@@ -69,8 +69,8 @@ TEST_CASE("lease book: ids past each power of ten, and after a restore",
   Lease mine;
   mine.Set(Lease::kId, "r99");
   fresh.Restore(std::move(mine));
-  CHECK(fresh.IdOf(fresh.Open(kT0)) == "r100");
-  CHECK(fresh.IdOf(fresh.Open(kT0)) == "r101");
+  CHECK(fresh.IdOf(fresh.Open(kBookT0)) == "r100");
+  CHECK(fresh.IdOf(fresh.Open(kBookT0)) == "r101");
 }
 
 TEST_CASE("lease book: a drain spells every id, in runs and past gaps",
@@ -78,12 +78,12 @@ TEST_CASE("lease book: a drain spells every id, in runs and past gaps",
   LeaseBook book("r");
   Ids want;
   for (int n = 1; n <= 1234; ++n) {
-    Lease& l = book.Open(kT0 + kTtl);
+    Lease& l = book.Open(kBookT0 + kBookTtl);
     // Runs of open leases broken by settled ones (a lease opened and
     // settled between two drains puts nothing), across 9 -> 10, 99 -> 100
     // and 999 -> 1000.
     if (n % 7 == 0 || (n > 95 && n < 99)) {
-      book.Settle(l, Settlement{}, kT0);
+      book.Settle(l, Settlement{}, kBookT0);
     } else {
       want.push_back("r" + std::to_string(n) + "@");
     }
@@ -94,8 +94,8 @@ TEST_CASE("lease book: a drain spells every id, in runs and past gaps",
     REQUIRE(book.Find(id) != nullptr);
     book.MarkChanged(*book.Find(id));
   }
-  book.Open(kT0 + kTtl);
-  book.Open(kT0 + kTtl);
+  book.Open(kBookT0 + kBookTtl);
+  book.Open(kBookT0 + kBookTtl);
   CHECK(DrainOf(book).put ==
         Ids{"r17@", "r5@", "r6@", "r1000@", "r1235@", "r1236@"});
 }
@@ -103,35 +103,35 @@ TEST_CASE("lease book: a drain spells every id, in runs and past gaps",
 TEST_CASE("lease book: settled leases answer duplicates until forgotten",
           "[lease_book]") {
   LeaseBook book("r");
-  book.Open(kT0 + kTtl);
-  book.Open(kT0 + kTtl);
-  book.Settle("r1", Settlement{70, 5, false}, kT0);
+  book.Open(kBookT0 + kBookTtl);
+  book.Open(kBookT0 + kBookTtl);
+  book.Settle("r1", Settlement{70, 5, false}, kBookT0);
   CHECK(book.Find("r1") == nullptr);
   REQUIRE(book.FindSettled("r1").has_value());
   CHECK(book.FindSettled("r1")->charged_tokens == 70);
   CHECK(book.open() == 1);
-  book.Settle("r1", Settlement{1, 1, false}, kT0 + 1);  // no effect
+  book.Settle("r1", Settlement{1, 1, false}, kBookT0 + 1);  // no effect
   CHECK(book.FindSettled("r1")->charged_tokens == 70);
 
-  book.ForgetSettledBefore(kT0);  // settled at kT0: not before it
+  book.ForgetSettledBefore(kBookT0);  // settled at kBookT0: not before it
   CHECK(book.FindSettled("r1").has_value());
-  book.ForgetSettledBefore(kT0 + 1);
+  book.ForgetSettledBefore(kBookT0 + 1);
   CHECK(!book.FindSettled("r1").has_value());
   CHECK(book.Find("r2") != nullptr);
 
   SECTION("an open lease in front keeps later settlements") {
-    book.Open(kT0 + kTtl);  // r3
-    book.Settle("r3", Settlement{3, 0, false}, kT0);
-    book.ForgetSettledBefore(kT0 + 10);
+    book.Open(kBookT0 + kBookTtl);  // r3
+    book.Settle("r3", Settlement{3, 0, false}, kBookT0);
+    book.ForgetSettledBefore(kBookT0 + 10);
     CHECK(book.FindSettled("r3").has_value());  // r2 is still open
-    book.Settle("r2", Settlement{}, kT0 + 20);
-    book.ForgetSettledBefore(kT0 + 10);
+    book.Settle("r2", Settlement{}, kBookT0 + 20);
+    book.ForgetSettledBefore(kBookT0 + 10);
     CHECK(book.FindSettled("r2").has_value());  // settled after the cutoff
     CHECK(book.FindSettled("r3").has_value());
-    book.ForgetSettledBefore(kT0 + 21);
+    book.ForgetSettledBefore(kBookT0 + 21);
     CHECK(!book.FindSettled("r2").has_value());
     CHECK(!book.FindSettled("r3").has_value());
-    CHECK(book.IdOf(book.Open(kT0 + kTtl)) == "r4");  // numbering goes on
+    CHECK(book.IdOf(book.Open(kBookT0 + kBookTtl)) == "r4");  // numbering goes on
   }
 }
 
@@ -139,36 +139,36 @@ TEST_CASE("lease book: expiry in order, also after the TTL shrinks",
           "[lease_book]") {
   LeaseBook book("r");
   CHECK(book.NextExpiryUs() == kNever);
-  CHECK(book.NextExpired(kT0 + 10 * kTtl) == nullptr);
-  book.Open(kT0 + 100);  // r1
-  book.Open(kT0 + 300);  // r2
-  book.Open(kT0 + 200);  // r3: a shorter TTL, out of order
-  book.Open(kT0 + 300);  // r4
-  CHECK(book.NextExpiryUs() == kT0 + 100);
+  CHECK(book.NextExpired(kBookT0 + 10 * kBookTtl) == nullptr);
+  book.Open(kBookT0 + 100);  // r1
+  book.Open(kBookT0 + 300);  // r2
+  book.Open(kBookT0 + 200);  // r3: a shorter TTL, out of order
+  book.Open(kBookT0 + 300);  // r4
+  CHECK(book.NextExpiryUs() == kBookT0 + 100);
 
   std::vector<std::string> order;
-  while (Lease* l = book.NextExpired(kT0 + 1000)) {
+  while (Lease* l = book.NextExpired(kBookT0 + 1000)) {
     order.push_back(book.IdOf(*l));
-    book.Settle(book.IdOf(*l), Settlement{}, kT0 + 1000);
+    book.Settle(book.IdOf(*l), Settlement{}, kBookT0 + 1000);
   }
   CHECK(order == Ids{"r1", "r3", "r2", "r4"});
   CHECK(book.NextExpiryUs() == kNever);
 
-  book.Open(kT0 + 2000);  // r5
-  book.Open(kT0 + 3000);  // r6
-  book.Settle("r5", Settlement{}, kT0 + 1500);  // settled before expiry
-  CHECK(book.NextExpiryUs() == kT0 + 3000);
-  CHECK(book.NextExpired(kT0 + 2999) == nullptr);
-  REQUIRE(book.NextExpired(kT0 + 3000) != nullptr);
-  CHECK(book.IdOf(*book.NextExpired(kT0 + 3000)) == "r6");
+  book.Open(kBookT0 + 2000);  // r5
+  book.Open(kBookT0 + 3000);  // r6
+  book.Settle("r5", Settlement{}, kBookT0 + 1500);  // settled before expiry
+  CHECK(book.NextExpiryUs() == kBookT0 + 3000);
+  CHECK(book.NextExpired(kBookT0 + 2999) == nullptr);
+  REQUIRE(book.NextExpired(kBookT0 + 3000) != nullptr);
+  CHECK(book.IdOf(*book.NextExpired(kBookT0 + 3000)) == "r6");
 }
 
 TEST_CASE("lease book: drain puts open leases and deletes stored ones",
           "[lease_book]") {
   LeaseBook book("r");
-  book.Open(kT0 + kTtl).Set(Lease::kUser, "a");  // r1
-  book.Open(kT0 + kTtl).Set(Lease::kUser, "b");  // r2
-  book.Settle("r2", Settlement{}, kT0);  // opened and settled: never stored
+  book.Open(kBookT0 + kBookTtl).Set(Lease::kUser, "a");  // r1
+  book.Open(kBookT0 + kBookTtl).Set(Lease::kUser, "b");  // r2
+  book.Settle("r2", Settlement{}, kBookT0);  // opened and settled: never stored
   CHECK(book.dirty());
   Drained d = DrainOf(book);
   CHECK(d.put == Ids{"r1@a"});
@@ -179,17 +179,17 @@ TEST_CASE("lease book: drain puts open leases and deletes stored ones",
   book.MarkChanged(*book.Find("r1"));  // listed once
   CHECK(DrainOf(book).put == Ids{"r1@a"});
 
-  book.Settle("r1", Settlement{}, kT0 + 1);
+  book.Settle("r1", Settlement{}, kBookT0 + 1);
   d = DrainOf(book);
   CHECK(d.put.empty());
   CHECK(d.deleted == Ids{"r1"});
   CHECK(DrainOf(book).deleted.empty());  // deleted once
 
   SECTION("forgotten before a drain, its row still goes") {
-    book.Open(kT0 + kTtl).Set(Lease::kUser, "c");  // r3
+    book.Open(kBookT0 + kBookTtl).Set(Lease::kUser, "c");  // r3
     CHECK(DrainOf(book).put == Ids{"r3@c"});
-    book.Settle("r3", Settlement{}, kT0 + 2);
-    book.ForgetSettledBefore(kT0 + kTtl);
+    book.Settle("r3", Settlement{}, kBookT0 + 2);
+    book.ForgetSettledBefore(kBookT0 + kBookTtl);
     CHECK(!book.FindSettled("r3").has_value());
     CHECK(book.dirty());
     CHECK(DrainOf(book).deleted == Ids{"r3"});
@@ -201,7 +201,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
   Lease old;
   old.Set(Lease::kId, "old-7");
   old.Set(Lease::kUser, "alice");
-  old.expires_at_us = kT0 + 50;
+  old.expires_at_us = kBookT0 + 50;
   Lease again;
   again.Set(Lease::kId, old.id());
   again.Set(Lease::kUser, "bob");
@@ -213,21 +213,21 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
   CHECK(book.Find("old-7")->user() == "alice");
   CHECK_FALSE(book.dirty());  // its row is stored
 
-  book.Open(kT0 + 100);  // new-1
-  CHECK(book.NextExpiryUs() == kT0 + 50);
+  book.Open(kBookT0 + 100);  // new-1
+  CHECK(book.NextExpiryUs() == kBookT0 + 50);
   int seen = 0;
   book.ForEachOpen([&](Lease&) { ++seen; });
   CHECK(seen == 2);
 
-  Lease* first = book.NextExpired(kT0 + 100);
+  Lease* first = book.NextExpired(kBookT0 + 100);
   REQUIRE(first != nullptr);
   CHECK(book.IdOf(*first) == "old-7");
-  book.Settle("old-7", Settlement{9, 0, false}, kT0 + 100);
+  book.Settle("old-7", Settlement{9, 0, false}, kBookT0 + 100);
   CHECK(book.FindSettled("old-7")->charged_tokens == 9);
   Drained d = DrainOf(book);
   CHECK(d.deleted == Ids{"old-7"});
   CHECK(d.put.size() == 1);
-  book.ForgetSettledBefore(kT0 + 101);
+  book.ForgetSettledBefore(kBookT0 + 101);
   CHECK(!book.FindSettled("old-7").has_value());
 
   SECTION("an id of this run's spelling moves the numbering past it") {
@@ -235,7 +235,7 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
     Lease mine;
     mine.Set(Lease::kId, "new-41");
     fresh.Restore(std::move(mine));
-    CHECK(fresh.IdOf(fresh.Open(kT0)) == "new-42");
+    CHECK(fresh.IdOf(fresh.Open(kBookT0)) == "new-42");
     CHECK(fresh.open() == 2);
   }
 }
@@ -243,13 +243,13 @@ TEST_CASE("lease book: leases of an earlier run", "[lease_book]") {
 TEST_CASE("lease book: a recycled lease object gets a new id and expiry",
           "[lease_book]") {
   LeaseBook book("r");
-  Lease& a = book.Open(kT0 + kTtl);
+  Lease& a = book.Open(kBookT0 + kBookTtl);
   a.Set(Lease::kUser, "alice");
-  a.expires_at_us = kT0 + kTtl;
-  book.Settle("r1", Settlement{}, kT0);
-  Lease& b = book.Open(kT0 + 2 * kTtl);
+  a.expires_at_us = kBookT0 + kBookTtl;
+  book.Settle("r1", Settlement{}, kBookT0);
+  Lease& b = book.Open(kBookT0 + 2 * kBookTtl);
   CHECK(book.IdOf(b) == "r2");
-  CHECK(b.expires_at_us == kT0 + 2 * kTtl);
+  CHECK(b.expires_at_us == kBookT0 + 2 * kBookTtl);
   CHECK(book.Find("r1") == nullptr);
 }
 
@@ -259,12 +259,12 @@ TEST_CASE("lease book: a steady load reuses every lease object",
   constexpr int kOpen = 1000;  // more than kMinPooled
   auto open_all = [&] {
     std::vector<const Lease*> at;
-    for (int i = 0; i < kOpen; ++i) at.push_back(&book.Open(kT0 + kTtl));
+    for (int i = 0; i < kOpen; ++i) at.push_back(&book.Open(kBookT0 + kBookTtl));
     return at;
   };
   auto settle_all = [&] {
-    while (Lease* l = book.NextExpired(kT0 + kTtl)) {
-      book.Settle(*l, Settlement{}, kT0);
+    while (Lease* l = book.NextExpired(kBookT0 + kBookTtl)) {
+      book.Settle(*l, Settlement{}, kBookT0);
     }
   };
   std::vector<const Lease*> first = open_all();
@@ -280,7 +280,7 @@ TEST_CASE("lease book: a steady load reuses every lease object",
   // back to kMinPooled.
   settle_all();
   for (uint32_t i = 0; i < 2 * LeaseBook::kSpan; ++i) {
-    book.Settle(book.Open(kT0 + kTtl), Settlement{}, kT0);
+    book.Settle(book.Open(kBookT0 + kBookTtl), Settlement{}, kBookT0);
     if (i == LeaseBook::kSpan / 2) CHECK(book.pooled() == kOpen);
   }
   CHECK(book.pooled() == LeaseBook::kMinPooled);

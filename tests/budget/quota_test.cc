@@ -1,4 +1,5 @@
 #include "budget/quota.h"
+#include "tests/budget/limiter_helpers.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -23,11 +24,7 @@ int64_t At(int64_t y, int m, int d, int64_t h = 0) {
   return DaysFromCivil({y, m, d}) * kUsPerDay + h * kUsPerHour;
 }
 
-bool Take(Limiter& l, int64_t amount, int64_t now_us) {
-  if (l.Check(amount, now_us).verdict != Verdict::kAdmit) return false;
-  l.Charge(amount, now_us);
-  return true;
-}
+using limiter_test::Take;
 
 TEST_CASE("quota: resets exactly at UTC period boundaries", "[budget]") {
   // Spend it all one microsecond before the boundary: denied until the

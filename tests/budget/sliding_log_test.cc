@@ -1,4 +1,5 @@
 #include "budget/sliding_log.h"
+#include "tests/budget/limiter_helpers.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -9,8 +10,9 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kMs = 1000;
-constexpr int64_t kSec = 1000 * kMs;
+using limiter_test::kMs;
+using limiter_test::kSec;
+using limiter_test::Take;
 
 LimitSpec Log(int64_t limit, int64_t window_ms) {
   LimitSpec s;
@@ -19,12 +21,6 @@ LimitSpec Log(int64_t limit, int64_t window_ms) {
   s.limit = limit;
   s.window_ms = window_ms;
   return s;
-}
-
-bool Take(Limiter& l, int64_t amount, int64_t now_us) {
-  if (l.Check(amount, now_us).verdict != Verdict::kAdmit) return false;
-  l.Charge(amount, now_us);
-  return true;
 }
 
 TEST_CASE("sliding log: basic admission and expiry", "[budget]") {

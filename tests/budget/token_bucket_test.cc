@@ -1,4 +1,5 @@
 #include "budget/token_bucket.h"
+#include "tests/budget/limiter_helpers.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -9,8 +10,9 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kMs = 1000;
-constexpr int64_t kSec = 1000 * kMs;
+using limiter_test::kMs;
+using limiter_test::kSec;
+using limiter_test::Take;
 
 LimitSpec Bucket(int64_t rate, int64_t per_ms, int64_t burst,
                  bool pay_later = false) {
@@ -25,13 +27,6 @@ LimitSpec Bucket(int64_t rate, int64_t per_ms, int64_t burst,
 }
 
 // Check, and Charge when admitted, as the engine does.
-bool Take(Limiter& l, int64_t amount, int64_t now_us) {
-  Decision d = l.Check(amount, now_us);
-  if (d.verdict != Verdict::kAdmit) return false;
-  l.Charge(amount, now_us);
-  return true;
-}
-
 TEST_CASE("token bucket: 100/s burst 100 known figures", "[budget]") {
   const int64_t t0 = 5 * kSec;
   TokenBucket b(Bucket(100, 1000, 100), t0);

@@ -1,4 +1,5 @@
 #include "budget/warmup.h"
+#include "tests/budget/limiter_helpers.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -7,8 +8,9 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kMs = 1000;
-constexpr int64_t kSec = 1000 * kMs;
+using limiter_test::kMs;
+using limiter_test::kSec;
+using limiter_test::Take;
 
 LimitSpec Ramp(int64_t rate, int64_t per_ms, int64_t warmup_ms,
                double cold_factor = 3.0) {
@@ -20,12 +22,6 @@ LimitSpec Ramp(int64_t rate, int64_t per_ms, int64_t warmup_ms,
   s.warmup_ms = warmup_ms;
   s.cold_factor = cold_factor;
   return s;
-}
-
-bool Take(Limiter& l, int64_t amount, int64_t now_us) {
-  if (l.Check(amount, now_us).verdict != Verdict::kAdmit) return false;
-  l.Charge(amount, now_us);
-  return true;
 }
 
 TEST_CASE("warmup: shape and the first permits from cold", "[budget]") {

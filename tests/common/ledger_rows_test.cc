@@ -10,7 +10,7 @@ namespace {
 
 // Row `n`: every field its own, texts of several lengths (some empty, the
 // lease past a short string), numbers from n.
-LedgerRow Row(int n) {
+LedgerRow LedgerSample(int n) {
   const std::string s = std::to_string(n);
   LedgerRow r;
   r.time_ms = 1'000 + n;
@@ -54,7 +54,7 @@ TEST_CASE("ledger rows: every field reads back as pushed", "[ledger_rows]") {
   CHECK(rows.empty());
   std::vector<LedgerRow> want;
   for (int n = 0; n < 9; ++n) {
-    want.push_back(Row(n));
+    want.push_back(LedgerSample(n));
     rows.push_back(want.back());
     REQUIRE(rows.size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) CheckSame(rows[i], want[i]);
@@ -65,31 +65,31 @@ TEST_CASE("ledger rows: every field reads back as pushed", "[ledger_rows]") {
   // A pushed view is copied: the source may go away.
   const size_t text_before = rows.text_size();
   {
-    LedgerRow gone = Row(42);
+    LedgerRow gone = LedgerSample(42);
     rows.push_back(ViewOf(gone));
   }
-  CheckSame(rows.back(), Row(42));
+  CheckSame(rows.back(), LedgerSample(42));
   rows.pop_back();  // the row and its text
   REQUIRE(rows.size() == want.size());
   CHECK(rows.text_size() == text_before);
   CheckSame(rows.back(), want.back());
-  rows.push_back(Row(43));
-  CheckSame(rows.back(), Row(43));
+  rows.push_back(LedgerSample(43));
+  CheckSame(rows.back(), LedgerSample(43));
 }
 
 TEST_CASE("ledger rows: Append keeps both sides' rows in order",
           "[ledger_rows]") {
-  LedgerRows a{Row(1), Row(2)};
-  LedgerRows b{Row(3), Row(4), Row(5)};
+  LedgerRows a{LedgerSample(1), LedgerSample(2)};
+  LedgerRows b{LedgerSample(3), LedgerSample(4), LedgerSample(5)};
   a.Append(std::move(b));
   CHECK(b.empty());  // NOLINT: Append leaves its source empty
   REQUIRE(a.size() == 5);
-  for (int n = 1; n <= 5; ++n) CheckSame(a[static_cast<size_t>(n - 1)], Row(n));
+  for (int n = 1; n <= 5; ++n) CheckSame(a[static_cast<size_t>(n - 1)], LedgerSample(n));
 
   LedgerRows empty;
   empty.Append(std::move(a));  // into nothing: the rows move whole
   REQUIRE(empty.size() == 5);
-  CheckSame(empty[4], Row(5));
+  CheckSame(empty[4], LedgerSample(5));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace {
 
 // Row `n`: its own texts (the scope past a short string) and a state of n
 // values (none for 0), so that rows' states differ in length.
-LimiterRow Row(int n) {
+LimiterRow LimiterSample(int n) {
   const std::string s = std::to_string(n);
   LimiterRow r;
   r.scope = "task:a-task-with-a-long-name-" + s;
@@ -34,7 +34,7 @@ TEST_CASE("limiter puts: every row reads back as added", "[limiter_puts]") {
   CHECK(puts.empty());
   std::vector<LimiterRow> want;
   for (int n = 0; n < 7; ++n) {
-    want.push_back(Row(n));
+    want.push_back(LimiterSample(n));
     if (n % 2) {
       puts.push_back(want.back());
     } else {  // the state appended by a filler, as Engine::Drain adds it
@@ -56,41 +56,41 @@ TEST_CASE("limiter puts: every row reads back as added", "[limiter_puts]") {
 
 TEST_CASE("limiter puts: Append keeps both sides' rows and states in order",
           "[limiter_puts]") {
-  LimiterPuts a{Row(3), Row(0)};
-  LimiterPuts b{Row(2), Row(5), Row(1)};
+  LimiterPuts a{LimiterSample(3), LimiterSample(0)};
+  LimiterPuts b{LimiterSample(2), LimiterSample(5), LimiterSample(1)};
   a.Append(std::move(b));
   CHECK(b.empty());
-  const std::vector<LimiterRow> want = {Row(3), Row(0), Row(2), Row(5),
-                                        Row(1)};
+  const std::vector<LimiterRow> want = {LimiterSample(3), LimiterSample(0), LimiterSample(2), LimiterSample(5),
+                                        LimiterSample(1)};
   REQUIRE(a.size() == want.size());
   for (size_t i = 0; i < want.size(); ++i) CheckSame(a[i], want[i]);
 
   LimiterPuts empty;
-  empty.Append(LimiterPuts{Row(4)});
+  empty.Append(LimiterPuts{LimiterSample(4)});
   REQUIRE(empty.size() == 1);
-  CheckSame(empty[0], Row(4));
+  CheckSame(empty[0], LimiterSample(4));
 }
 
 TEST_CASE("limiter puts: EraseIf drops exactly the rows it names",
           "[limiter_puts]") {
-  LimiterPuts puts{Row(1), Row(2), Row(3), Row(4)};
+  LimiterPuts puts{LimiterSample(1), LimiterSample(2), LimiterSample(3), LimiterSample(4)};
   puts.EraseIf([](const LimiterView& r) { return r.name == "limit-2"; });
   REQUIRE(puts.size() == 3);
-  CheckSame(puts[0], Row(1));
-  CheckSame(puts[1], Row(3));  // its state follows its row, not a position
-  CheckSame(puts[2], Row(4));
+  CheckSame(puts[0], LimiterSample(1));
+  CheckSame(puts[1], LimiterSample(3));  // its state follows its row, not a position
+  CheckSame(puts[2], LimiterSample(4));
 }
 
 TEST_CASE("limiter puts: clear keeps the room so refilling does not grow it",
           "[limiter_puts]") {
-  LimiterPuts puts{Row(6), Row(5), Row(4)};
+  LimiterPuts puts{LimiterSample(6), LimiterSample(5), LimiterSample(4)};
   puts.clear();
   CHECK(puts.empty());
   const size_t room = puts.capacity_bytes();
   CHECK(room > 0);
-  for (int n : {6, 5, 4}) puts.push_back(Row(n));
+  for (int n : {6, 5, 4}) puts.push_back(LimiterSample(n));
   CHECK(puts.capacity_bytes() == room);
-  CheckSame(puts[2], Row(4));
+  CheckSame(puts[2], LimiterSample(4));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace brake {
 namespace {
 
 // Row `n`: its own scope (past a short string for odd n) and numbers.
-SpendRow Row(int n) {
+SpendRow SpendSample(int n) {
   const std::string s = std::to_string(n);
   return SpendRow{n % 2 ? "task:a-task-with-a-long-name-" + s : "user:" + s,
                   n, 10 * n, -n};
@@ -27,7 +27,7 @@ TEST_CASE("spend puts: rows read back as added, in order", "[spend_puts]") {
   CHECK(puts.empty());
   std::vector<SpendRow> want;
   for (int n = 0; n < 6; ++n) {
-    want.push_back(Row(n));
+    want.push_back(SpendSample(n));
     puts.push_back(want.back());
   }
   REQUIRE(puts.size() == want.size());
@@ -41,20 +41,20 @@ TEST_CASE("spend puts: rows read back as added, in order", "[spend_puts]") {
 
 TEST_CASE("spend puts: Append and EraseIf keep each row whole",
           "[spend_puts]") {
-  SpendPuts a{Row(1), Row(2)};
-  a.Append(SpendPuts{Row(3), Row(4), Row(5)});
+  SpendPuts a{SpendSample(1), SpendSample(2)};
+  a.Append(SpendPuts{SpendSample(3), SpendSample(4), SpendSample(5)});
   a.EraseIf([](const SpendView& r) { return r.requests % 2 == 0; });
   REQUIRE(a.size() == 3);
-  CheckSame(a[0], Row(1));
-  CheckSame(a[1], Row(3));  // its numbers follow its scope
-  CheckSame(a[2], Row(5));
+  CheckSame(a[0], SpendSample(1));
+  CheckSame(a[1], SpendSample(3));  // its numbers follow its scope
+  CheckSame(a[2], SpendSample(5));
 
   SpendPuts empty;
-  SpendPuts b{Row(7)};
+  SpendPuts b{SpendSample(7)};
   empty.Append(std::move(b));
   CHECK(b.empty());  // NOLINT: Append leaves its source empty
   REQUIRE(empty.size() == 1);
-  CheckSame(empty[0], Row(7));
+  CheckSame(empty[0], SpendSample(7));
 }
 
 }  // namespace

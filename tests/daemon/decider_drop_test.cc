@@ -11,8 +11,8 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kT0 = 1'700'000'000'000'000;
-constexpr int64_t kSec = 1'000'000;
+constexpr int64_t kDropT0 = 1'700'000'000'000'000;
+constexpr int64_t kDropSecUs = 1'000'000;
 
 void NoLease(const Lease&, std::string*) {}
 
@@ -39,7 +39,7 @@ AcquireRequest Req(const std::string& task) {
 
 TEST_CASE("decider: an evicted task's fresh breaker is dropped",
           "[decider]") {
-  Engine engine("L", 60 * kSec);
+  Engine engine("L", 60 * kDropSecUs);
   Decider decider(&engine);
   auto policy = ParsePolicyText(
       R"({"limits":[{"name":"n","resource":"requests","algorithm":"quota",
@@ -48,10 +48,10 @@ TEST_CASE("decider: an evicted task's fresh breaker is dropped",
   REQUIRE(policy.ok());
   decider.SetPolicy("task:*", *policy);
   const AcquireRequest req = Req("t1");
-  auto granted = decider.Acquire(req, 1, kT0);
+  auto granted = decider.Acquire(req, 1, kDropT0);
   REQUIRE(granted.ok());
   REQUIRE(granted->granted);
-  REQUIRE(decider.Cancel(granted->lease, kT0).ok());
+  REQUIRE(decider.Cancel(granted->lease, kDropT0).ok());
   CHECK(decider.breaker_count() == 1);
   Batch first;
   engine.Drain(&first, NoLease);
@@ -59,36 +59,36 @@ TEST_CASE("decider: an evicted task's fresh breaker is dropped",
   CHECK(first.breakers_put.size() == 1);
 
   // In memory: kept, fresh or not.
-  CHECK(decider.DropFresh(kT0 + 5 * kSec, 100) == 0);
-  REQUIRE(engine.EvictIdle(kT0 + 5 * kSec, kSec, 1000) >= 1);
+  CHECK(decider.DropFresh(kDropT0 + 5 * kDropSecUs, 100) == 0);
+  REQUIRE(engine.EvictIdle(kDropT0 + 5 * kDropSecUs, kDropSecUs, 1000) >= 1);
   CHECK_FALSE(engine.IsResident("task:t1"));
 
   SECTION("dropped once its loop window has passed") {
-    CHECK(decider.DropFresh(kT0 + 5 * kSec, 100) == 1);
+    CHECK(decider.DropFresh(kDropT0 + 5 * kDropSecUs, 100) == 1);
     CHECK(decider.breaker_count() == 0);
     CHECK(decider.dirty());
     Batch second;
     decider.Drain(&second);
     CHECK(second.breakers_deleted == std::vector<std::string>{"task:t1"});
     // The next use makes a new one from the policy.
-    LoadFor(engine, req, first, kT0 + 6 * kSec);
-    auto again = decider.Acquire(req, 1, kT0 + 6 * kSec);
+    LoadFor(engine, req, first, kDropT0 + 6 * kDropSecUs);
+    auto again = decider.Acquire(req, 1, kDropT0 + 6 * kDropSecUs);
     REQUIRE(again.ok());
     CHECK(again->granted);
     CHECK(decider.breaker_count() == 1);
   }
   SECTION("kept while its window still counts a sighting") {
-    LoadFor(engine, Req("t2"), first, kT0 + 5 * kSec);
-    auto late = decider.Acquire(Req("t2"), 1, kT0 + 5 * kSec);
+    LoadFor(engine, Req("t2"), first, kDropT0 + 5 * kDropSecUs);
+    auto late = decider.Acquire(Req("t2"), 1, kDropT0 + 5 * kDropSecUs);
     REQUIRE(late.ok());
-    REQUIRE(decider.Cancel(late->lease, kT0 + 5 * kSec).ok());
+    REQUIRE(decider.Cancel(late->lease, kDropT0 + 5 * kDropSecUs).ok());
     Batch b;
     engine.Drain(&b, NoLease);
     decider.Drain(&b);
-    REQUIRE(engine.EvictIdle(kT0 + 5 * kSec + 1, 0, 1000) >= 1);
-    CHECK(decider.DropFresh(kT0 + 5 * kSec + 500'000, 100) == 1);  // t1 only
+    REQUIRE(engine.EvictIdle(kDropT0 + 5 * kDropSecUs + 1, 0, 1000) >= 1);
+    CHECK(decider.DropFresh(kDropT0 + 5 * kDropSecUs + 500'000, 100) == 1);  // t1 only
     CHECK(decider.breaker_count() == 1);
-    CHECK(decider.DropFresh(kT0 + 6 * kSec + 1, 100) == 1);  // now t2
+    CHECK(decider.DropFresh(kDropT0 + 6 * kDropSecUs + 1, 100) == 1);  // now t2
     CHECK(decider.breaker_count() == 0);
   }
 }

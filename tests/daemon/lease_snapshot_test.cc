@@ -29,7 +29,7 @@ Result<std::string> EncodeSnapshot(std::string_view snapshot) {
   return std::string(out[0].json);
 }
 
-std::string Snapshot(const Lease& l) {
+std::string SnapshotOf(const Lease& l) {
   std::string out = "prefix";  // appended, not assigned
   AppendLeaseSnapshot(l, &out);
   REQUIRE(out.rfind("prefix", 0) == 0);
@@ -37,7 +37,7 @@ std::string Snapshot(const Lease& l) {
 }
 
 void CheckStoredFormOfSnapshot(const Lease& l) {
-  auto stored = EncodeSnapshot(Snapshot(l));
+  auto stored = EncodeSnapshot(SnapshotOf(l));
   INFO(stored.status().ToString());
   REQUIRE(stored.ok());
   CHECK(*stored == EncodeLease(l));
@@ -64,7 +64,7 @@ TEST_CASE("lease snapshot: its stored form is the lease's", "[lease]") {
   keyed.SetText({"abc-17", "", "", "", "", "gpt-4o", "9f2c"});
   keyed.KeyFields(1, 2, 3, 4);
   CheckStoredFormOfSnapshot(keyed);
-  auto stored = EncodeSnapshot(Snapshot(keyed));
+  auto stored = EncodeSnapshot(SnapshotOf(keyed));
   REQUIRE(stored.ok());
   CHECK(*stored == EncodeLease(SampleLease()));
 }
@@ -90,7 +90,7 @@ TEST_CASE("lease snapshot: rows keep their ids and freshness", "[lease]") {
 
 TEST_CASE("lease snapshot: a damaged copy is an error, not a crash",
           "[lease]") {
-  const std::string whole = Snapshot(SampleLease());
+  const std::string whole = SnapshotOf(SampleLease());
   // Every truncation, and every byte set to 0xff in turn (lengths and
   // counts become huge, codes invalid, text longer than what is there).
   std::vector<std::string> damaged;

@@ -21,9 +21,9 @@ namespace {
 
 using storage::TempDir;
 
-class Harness {
+class WorkerHarness {
  public:
-  explicit Harness(const std::string& path) {
+  explicit WorkerHarness(const std::string& path) {
     uv_loop_init(&loop_);
     auto store = Store::Open(path);
     REQUIRE(store.ok());
@@ -32,7 +32,7 @@ class Harness {
         [this](const StorageWorker::Done& d) { done_.push_back(d); },
         nullptr);
   }
-  ~Harness() {
+  ~WorkerHarness() {
     worker_->Stop([] {});
     uv_run(&loop_, UV_RUN_DEFAULT);
     worker_.reset();
@@ -88,7 +88,7 @@ Batch WithLeases(const std::string& prefix, size_t n, size_t json_bytes) {
 TEST_CASE("storage worker: a committed batch comes back empty with its room",
           "[daemon]") {
   TempDir dir;
-  Harness h(dir.File("brake.db"));
+  WorkerHarness h(dir.File("brake.db"));
   CHECK(h.worker().TakeSpare().capacity_bytes() == kNoRoom);  // none yet
 
   // The stock short (it is the process's: earlier tests filled it) ...
@@ -122,7 +122,7 @@ TEST_CASE("storage worker: a committed batch comes back empty with its room",
 TEST_CASE("storage worker: batches merged into one commit all come back",
           "[daemon]") {
   TempDir dir;
-  Harness h(dir.File("brake.db"));
+  WorkerHarness h(dir.File("brake.db"));
   // Two batches queued behind a job that holds the storage thread are
   // merged into one transaction; each comes back with its own room.
   std::mutex mu;
@@ -162,7 +162,7 @@ TEST_CASE("storage worker: batches merged into one commit all come back",
 TEST_CASE("storage worker: a batch past kSpareBytes is not kept",
           "[daemon]") {
   TempDir dir;
-  Harness h(dir.File("brake.db"));
+  WorkerHarness h(dir.File("brake.db"));
   const size_t json = 1000;
   const size_t n = StorageWorker::kSpareBytes / json + 1;
   REQUIRE(h.Commit(WithLeases("A", n, json)).status.ok());

@@ -35,7 +35,7 @@ ProgramResult AsNobody(const std::string& socket,
   return RunProgram(argv);
 }
 
-std::string ErrorCodeOf(const ProgramResult& r) {
+std::string CtlErrorCodeOf(const ProgramResult& r) {
   json reply = json::parse(r.out, nullptr, false);
   if (!reply.is_object() || !reply.contains("error")) return "";
   return reply["error"].value("code", "");
@@ -82,7 +82,7 @@ TEST_CASE("a peer of another uid is refused every admin op",
     INFO(args[0] << " " << args[1]);
     ProgramResult r = AsNobody(sock, args);
     CHECK(r.exit_code == 1);
-    CHECK(ErrorCodeOf(r) == "forbidden");
+    CHECK(CtlErrorCodeOf(r) == "forbidden");
   }
   CHECK(CallOk(admin, {{"op", "policy.list"}}) == before);  // nothing changed
 
@@ -93,10 +93,10 @@ TEST_CASE("a peer of another uid is refused every admin op",
     ProgramResult other =
         AsNobody(sock, {"acquire", "--user", "alice", "--task", "a1"});
     CHECK(other.exit_code == 1);
-    CHECK(ErrorCodeOf(other) == "forbidden");
-    CHECK(ErrorCodeOf(AsNobody(sock, {"status", "--user", "alice"})) ==
+    CHECK(CtlErrorCodeOf(other) == "forbidden");
+    CHECK(CtlErrorCodeOf(AsNobody(sock, {"status", "--user", "alice"})) ==
           "forbidden");
-    CHECK(ErrorCodeOf(AsNobody(sock, {"usage", "--user", "alice"})) ==
+    CHECK(CtlErrorCodeOf(AsNobody(sock, {"usage", "--user", "alice"})) ==
           "forbidden");
     // A lease of alice's may not be settled by mallory's uid.
     json lease = CallOk(admin, {{"op", "acquire"},
@@ -105,7 +105,7 @@ TEST_CASE("a peer of another uid is refused every admin op",
     REQUIRE(lease["granted"] == true);
     ProgramResult commit =
         AsNobody(sock, {"commit", lease["lease"].get<std::string>()});
-    CHECK(ErrorCodeOf(commit) == "forbidden");
+    CHECK(CtlErrorCodeOf(commit) == "forbidden");
     // alice's quota was not touched by the refused acquire.
     json status = CallOk(admin, {{"op", "status"}, {"user", "alice"}});
     CHECK(status["limits"][0]["used"] == 1);

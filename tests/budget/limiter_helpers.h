@@ -1,0 +1,24 @@
+// Helpers shared by the limiter tests: time units in microseconds (the
+// limiters' clock) and Take, a check-then-charge as the engine does it.
+#ifndef BRAKE_TESTS_BUDGET_LIMITER_HELPERS_H_
+#define BRAKE_TESTS_BUDGET_LIMITER_HELPERS_H_
+
+#include <cstdint>
+
+#include "budget/limiter.h"
+
+namespace brake::limiter_test {
+
+inline constexpr int64_t kMs = 1000;
+inline constexpr int64_t kSec = 1000 * kMs;
+
+// Charges `amount` at `now_us` when the limiter admits it; true if it did.
+inline bool Take(Limiter& l, int64_t amount, int64_t now_us) {
+  if (l.Check(amount, now_us).verdict != Verdict::kAdmit) return false;
+  l.Charge(amount, now_us);
+  return true;
+}
+
+}  // namespace brake::limiter_test
+
+#endif  // BRAKE_TESTS_BUDGET_LIMITER_HELPERS_H_
