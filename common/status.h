@@ -13,8 +13,7 @@
 
 namespace brake {
 
-// The stable error codes of PROTOCOL.md, plus the ones brake adds (documented
-// in docs/PROTOCOL-ADDITIONS.md).
+// The stable error codes of the protocol (docs/PROTOCOL.md, "Error codes").
 enum class ErrorCode {
   kOk = 0,
   kBadJson,

@@ -1,4 +1,4 @@
-"""Checks on the config table of OPERATIONS.md against braked --help-config
+"""Checks on the config table of PROTOCOL.md against braked --help-config
 (ConfigTableTest): the same keys, defaults, integer bounds and whether each is
 reloaded on SIGHUP.
 """
@@ -25,7 +25,7 @@ class ConfigTableTest(unittest.TestCase):
                                         m.group(4) == "reloadable")
         self.assertIn("lease_ttl_ms", settings)
         doc = {}
-        for heading, rows in tables(read(os.path.join(DOCS, "OPERATIONS.md"))):
+        for heading, rows in tables(read(os.path.join(DOCS, "PROTOCOL.md"))):
             if rows[0][0] == "key" and rows[0][-1] == "on SIGHUP":
                 doc = {code(r[0]): r for r in rows[1:]}
         self.assertEqual(sorted(doc), sorted(settings))

@@ -1,4 +1,4 @@
-"""Checks on PROTOCOL-REFERENCE.md against the code and a real braked
+"""Checks on PROTOCOL.md against the code and a real braked
 (ReferenceTest): the op list and each op's fields match the ops table; every
 documented type, bound, default and error message is what braked enforces and
 says, for ops, LIMIT and BREAKER fields; the reasons and error codes match the
@@ -276,7 +276,7 @@ class ReferenceTest(unittest.TestCase):
         d = Daemon()
         try:
             c = d.conn
-            text_blocks = blocks("PROTOCOL-REFERENCE.md")
+            text_blocks = blocks("PROTOCOL.md")
             for b in text_blocks:
                 if b.marker == "prices":
                     ok(self, c.call("prices.set", **b.values()[0]), b.where())

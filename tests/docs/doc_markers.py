@@ -9,7 +9,7 @@ Conventions in the docs (an HTML comment on the line before a ```json block):
     <!-- reply: ID -->                  what an agent sees in recipe ID: compared
                                          with the reply the recipe's scenario gets
     <!-- config -->                     a config file: braked must start on it
-    <!-- example -->                    PROTOCOL-REFERENCE.md: a request line and
+    <!-- example -->                    PROTOCOL.md: a request line and
                                          its reply, replayed in order
 
 Every ```json block, marked or not, must be valid JSON (one value, or one per

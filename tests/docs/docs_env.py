@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DOCS = os.path.join(ROOT, "docs")
-CHECKED = ["CONCEPTS.md", "COOKBOOK.md", "PROTOCOL-REFERENCE.md"]
+CHECKED = ["CONCEPTS.md", "COOKBOOK.md", "PROTOCOL.md"]
 
 
 def _find_braked() -> str:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Keeps docs/ honest: checks CONCEPTS.md, COOKBOOK.md, PROTOCOL-REFERENCE.md and
-the config table of OPERATIONS.md against the code and a real braked.
+"""Keeps docs/ honest: checks CONCEPTS.md, COOKBOOK.md, PROTOCOL.md and
+the config table of PROTOCOL.md against the code and a real braked.
 
     BRAKED=build/daemon/braked python3 tests/docs/docs_test.py [-v] [TEST...]
     python3 tests/docs/docs_test.py build/daemon/braked [-v] [TEST...]
@@ -19,7 +19,7 @@ This file only runs the checks; they live next to it:
     check_recipes.py       RecipesTest: the cookbook's recipes
     reference_tables.py    the ops table, the reference's field tables and types
     check_reference.py     ReferenceTest: the protocol reference and its examples
-    check_config_table.py  ConfigTableTest: OPERATIONS.md's config table
+    check_config_table.py  ConfigTableTest: PROTOCOL.md's config table
 """
 
 import os

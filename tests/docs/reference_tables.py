@@ -1,4 +1,4 @@
-"""What PROTOCOL-REFERENCE.md is checked against, and how its tables are read:
+"""What PROTOCOL.md is checked against, and how its tables are read:
 the ops from braked --help-ops and the fields of the kOps table in
 daemon/ops.cc, the reference's per-op field tables, the type cells of those
 tables (parse_type) and a valid value of each type (sample). MISSING stands
@@ -14,7 +14,7 @@ from docs_env import BRAKED, DOCS, ROOT, read
 
 
 def ref_text() -> str:
-    return read(os.path.join(DOCS, "PROTOCOL-REFERENCE.md"))
+    return read(os.path.join(DOCS, "PROTOCOL.md"))
 
 
 def op_sections():
@@ -78,7 +78,7 @@ def parse_type(cell: str):
     m = re.match(r"^(name|scope|string|object|array|boolean)\b", t)
     if m:
         return (m.group(1),)
-    raise AssertionError("unknown type in PROTOCOL-REFERENCE.md: " + cell)
+    raise AssertionError("unknown type in PROTOCOL.md: " + cell)
 
 
 def sample(t):

@@ -19,7 +19,7 @@
 //     kill -9 and restart (its commit is accepted, not `unknown_lease`);
 //   - once a commit has failed, every acquire answers `unavailable`;
 //   - commits sent while storage fails are answered `unavailable` (not ok),
-//     yet kept and written on recovery (docs/PROTOCOL-ADDITIONS.md): the
+//     yet kept and written on recovery (docs/PROTOCOL.md): the
 //     restored spend is exactly the acknowledged commits plus those;
 //   - status and metrics answer during the failure (brake_storage_ok 0);
 //   - acquires are granted again after the fault ends, without a restart;
