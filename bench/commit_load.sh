@@ -19,7 +19,7 @@
 # limits on every lease. Last it prints the storage thread's commits over
 # the run: how many, requests per commit and the mean commit time (from
 # braked's metrics), the measure of group commit in strict durability.
-# docs/performance/12-twelfth-pass.md has figures.
+# docs/PERFORMANCE.md has its figures.
 set -eu
 B=$1; C=$2; DEPTH=$3; S=${4:-3}
 shift $(($# < 4 ? $# : 4))

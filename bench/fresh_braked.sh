@@ -1,4 +1,4 @@
-# Sourced by bench scripts (spread.sh, commit_load.sh, lease_rss.sh):
+# Sourced by bench scripts (commit_load.sh):
 # FreshBraked BUILD starts braked from BUILD (batched durability, or
 # DURABILITY's from the environment; max_open_leases 1e9) on a socket and
 # database in a new temporary

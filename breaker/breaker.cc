@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "breaker/sat_math.h"
+#include "common/sat_math.h"
 
 namespace brake::breaker {
 namespace {
@@ -115,19 +115,19 @@ int64_t Breaker::NextOpenUs() const {
 void Breaker::Open(Cause cause, int64_t duration_us, std::string figures,
                    int64_t now_us) {
   BreakerState from = state_;
-  int64_t until = sat::Add(now_us, std::max<int64_t>(duration_us, 0));
+  int64_t until = sat::SatAdd(now_us, std::max<int64_t>(duration_us, 0));
   if (state_ == BreakerState::kOpen) {
     if (until <= open_until_us_) return;  // never shortens an open time
   } else {
     consecutive_opens_ =
-        state_ == BreakerState::kClosed ? 1 : sat::Add(consecutive_opens_, 1);
+        state_ == BreakerState::kClosed ? 1 : sat::SatAdd(consecutive_opens_, 1);
     probes_in_flight_ = 0;
     probes_ok_ = 0;
     state_ = BreakerState::kOpen;
   }
   cause_ = cause;
   open_until_us_ = until;
-  Emit(from, std::move(figures) + "; open for " + Ms(sat::Sub(until, now_us)),
+  Emit(from, std::move(figures) + "; open for " + Ms(sat::SatSub(until, now_us)),
        now_us);
 }
 
@@ -150,7 +150,7 @@ Admission Breaker::Check(int64_t now_us) {
     case BreakerState::kOpen:
       return {false, false, cause_, sat::Until(open_until_us_, now_us)};
     case BreakerState::kHalfOpen:
-      if (sat::Add(probes_in_flight_, probes_ok_) < ProbeSlots()) {
+      if (sat::SatAdd(probes_in_flight_, probes_ok_) < ProbeSlots()) {
         return {true, true, Cause::kNone, 0};
       }
       return {false, false, cause_, kNever};
@@ -161,7 +161,7 @@ Admission Breaker::Check(int64_t now_us) {
 void Breaker::OnAdmitted(bool probe, int64_t now_us) {
   Advance(now_us);
   if (probe && state_ == BreakerState::kHalfOpen) {
-    probes_in_flight_ = sat::Add(probes_in_flight_, 1);
+    probes_in_flight_ = sat::SatAdd(probes_in_flight_, 1);
   }
 }
 
@@ -212,7 +212,7 @@ void Breaker::OnOutcome(int64_t latency_ms, Outcome outcome, bool probe,
            now_us);
       return;
     }
-    probes_ok_ = sat::Add(probes_ok_, 1);
+    probes_ok_ = sat::SatAdd(probes_ok_, 1);
     if (probes_ok_ >= ProbeSlots()) {
       Close(Num(probes_ok_) + " of " + Num(ProbeSlots()) + " probes ok",
             now_us);
@@ -279,14 +279,14 @@ void Breaker::Trip(int64_t open_ms, int64_t now_us) {
   BreakerState from = state_;
   if (state_ != BreakerState::kOpen) {
     consecutive_opens_ =
-        state_ == BreakerState::kClosed ? 1 : sat::Add(consecutive_opens_, 1);
+        state_ == BreakerState::kClosed ? 1 : sat::SatAdd(consecutive_opens_, 1);
     probes_in_flight_ = 0;
     probes_ok_ = 0;
     state_ = BreakerState::kOpen;
   }
   cause_ = Cause::kManual;
   // An admin's open time is taken as given, even if shorter.
-  open_until_us_ = sat::Add(now_us, sat::MsToUs(std::max<int64_t>(open_ms, 0)));
+  open_until_us_ = sat::SatAdd(now_us, sat::MsToUs(std::max<int64_t>(open_ms, 0)));
   Emit(from, "tripped by admin; open for " + Num(open_ms) + " ms", now_us);
 }
 

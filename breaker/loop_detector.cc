@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <utility>
 
-#include "breaker/sat_math.h"
+#include "common/sat_math.h"
 
 namespace brake::breaker {
 namespace {
 
 bool Expired(int64_t t_us, int64_t now_us, int64_t window_us) {
-  return t_us <= sat::Sub(now_us, window_us);
+  return t_us <= sat::SatSub(now_us, window_us);
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ void LoopDetector::Clear() {
 bool LoopDetector::IdleAt(int64_t now_us, int64_t window_us) const {
   for (const auto& [hash, times] : seen_) {
     // A sighting at t counts while now < t + window.
-    if (!times.empty() && now_us < sat::Add(times.back(), window_us)) {
+    if (!times.empty() && now_us < sat::SatAdd(times.back(), window_us)) {
       return false;
     }
   }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "breaker/sat_math.h"
+#include "common/sat_math.h"
 
 namespace brake::breaker {
 
@@ -18,8 +18,8 @@ void RollingCounter::AddToEpoch(int64_t epoch, int64_t total, int64_t hits) {
   // A slot holding another epoch holds an expired one (or, if the clock
   // stepped back, a future one): either way it is replaced, as in Sentinel.
   if (!b.used || b.epoch != epoch) b = Bucket{true, epoch, 0, 0};
-  b.total = sat::Add(b.total, std::max<int64_t>(total, 0));
-  b.hits = sat::Add(b.hits, std::max<int64_t>(hits, 0));
+  b.total = sat::SatAdd(b.total, std::max<int64_t>(total, 0));
+  b.hits = sat::SatAdd(b.hits, std::max<int64_t>(hits, 0));
 }
 
 void RollingCounter::Add(int64_t now_us, int64_t total, int64_t hits) {
@@ -33,9 +33,9 @@ RollingCounter::Sums RollingCounter::Sum(int64_t now_us) const {
   int64_t current = EpochOf(now_us);
   for (const Bucket& b : ring_) {
     if (!b.used || b.epoch > current) continue;
-    if (sat::Sub(current, b.epoch) >= kBuckets) continue;
-    s.total = sat::Add(s.total, b.total);
-    s.hits = sat::Add(s.hits, b.hits);
+    if (sat::SatSub(current, b.epoch) >= kBuckets) continue;
+    s.total = sat::SatAdd(s.total, b.total);
+    s.hits = sat::SatAdd(s.hits, b.hits);
   }
   return s;
 }
@@ -47,7 +47,7 @@ bool RollingCounter::IdleAt(int64_t now_us) const {
   const int64_t current = EpochOf(now_us);
   for (const Bucket& b : ring_) {
     if (b.used && (b.total != 0 || b.hits != 0) &&
-        sat::Sub(current, b.epoch) < kBuckets) {
+        sat::SatSub(current, b.epoch) < kBuckets) {
       return false;
     }
   }

@@ -2,13 +2,13 @@
 
 #include <limits>
 
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 namespace brake {
 
-using budget_math::FloorDiv;
-using budget_math::SatAdd;
-using budget_math::SatMul;
+using sat::FloorDiv;
+using sat::SatAdd;
+using sat::SatMul;
 
 // Both conversions count in 400-year eras of 146,097 days, with years
 // starting on March 1st so that the leap day falls at the end of a year.

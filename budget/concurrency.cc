@@ -2,12 +2,12 @@
 
 #include <utility>
 
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 namespace brake {
 
-using budget_math::SatAdd;
-using budget_math::SatSub;
+using sat::SatAdd;
+using sat::SatSub;
 
 Concurrency::Concurrency(SpecRef spec, int64_t /*now_us*/)
     : Limiter(std::move(spec)) {}

@@ -295,7 +295,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   }
 
   // A recycled lease object: every field is assigned, reusing its strings.
-  Lease& lease = leases_.Open(SaturatingAdd(now_us, lease_ttl_us_));
+  Lease& lease = leases_.Open(sat::SatAdd(now_us, lease_ttl_us_));
   // The user, task, parent and resource are read from the keys of its
   // scopes (UseSubjects' order: global, user, task, the ancestors from the
   // parent up, the resource last); its text keeps the model and the

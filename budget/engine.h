@@ -36,6 +36,7 @@
 #include "budget/scope_key.h"
 #include "budget/scope_table.h"
 #include "common/records.h"
+#include "common/sat_math.h"
 #include "common/status.h"
 
 namespace brake {
@@ -98,10 +99,8 @@ class Engine {
   // name may be announced (one not in memory, "" for a request that names
   // no task); nothing changes but what is in cache, so a caller whose
   // requests ran out announces "" to move the last ones on. Worth it only
-  // when the subjects outgrow the caches (prefetch_pays()). Sixteen calls:
-  // on a host whose memory sits behind nested page tables, a million
-  // subjects in random order took ~9 % less time per decision than at eight
-  // (docs/performance/25-twenty-fifth-pass.md).
+  // when the subjects outgrow the caches (prefetch_pays()). Sixteen calls
+  // cover a miss behind nested page tables (docs/DESIGN.md).
   static constexpr int kPrefetchAhead = 16;
   void Prefetch(std::string_view task);
   bool prefetch_pays() const { return subjects_.size() >= kPrefetchFrom; }
@@ -363,9 +362,9 @@ class Engine {
                      std::vector<Applied>* out);
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
   static void AddTotals(Totals& dst, const Totals& t, int sign) {
-    dst.requests = SaturatingAdd(dst.requests, sign * t.requests);
-    dst.tokens = SaturatingAdd(dst.tokens, sign * t.tokens);
-    dst.usd_nano = SaturatingAdd(dst.usd_nano, sign * t.usd_nano);
+    dst.requests = sat::SatAdd(dst.requests, sign * t.requests);
+    dst.tokens = sat::SatAdd(dst.tokens, sign * t.tokens);
+    dst.usd_nano = sat::SatAdd(dst.usd_nano, sign * t.usd_nano);
   }
   void ForgetDuplicatesBefore(int64_t now_us);
 

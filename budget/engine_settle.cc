@@ -74,7 +74,7 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
 
 // A settled lease's result answers duplicates for at least a TTL.
 void Engine::ForgetDuplicatesBefore(int64_t now_us) {
-  leases_.ForgetSettledBefore(SaturatingAdd(now_us, -lease_ttl_us_));
+  leases_.ForgetSettledBefore(sat::SatAdd(now_us, -lease_ttl_us_));
 }
 
 Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
@@ -98,16 +98,16 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   Totals actual;
   actual.requests = lease.requests;
   actual.tokens = req.tokens ? *req.tokens
-                  : split    ? SaturatingAdd(input, output)
+                  : split    ? sat::SatAdd(input, output)
                              : lease.tokens;
   if (!lease.model().empty()) {
     // A split is priced exactly; tokens beyond the split (or all of them,
     // without one) at the dearer rate, as the reservation was.
     const Price* price = GetPrice(lease.model());
     Price p = price ? *price : Price{};
-    int64_t split_total = SaturatingAdd(input, output);
+    int64_t split_total = sat::SatAdd(input, output);
     int64_t unsplit = std::max<int64_t>(0, actual.tokens - split_total);
-    actual.usd_nano = SaturatingAdd(CostUsdNano(p, input, output),
+    actual.usd_nano = sat::SatAdd(CostUsdNano(p, input, output),
                                     EstimateUsdNano(p, unsplit));
   }
   SettleLease(lease, actual, now_us);

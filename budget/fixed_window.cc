@@ -3,18 +3,18 @@
 #include <algorithm>
 #include <utility>
 
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 namespace brake {
 
-using budget_math::FloorDiv;
-using budget_math::kMax;
-using budget_math::kMin;
-using budget_math::MsToUs;
-using budget_math::SatAdd;
-using budget_math::SatMul;
-using budget_math::SatSub;
-using budget_math::Until;
+using sat::FloorDiv;
+using sat::kMax;
+using sat::kMin;
+using sat::MsToUs;
+using sat::SatAdd;
+using sat::SatMul;
+using sat::SatSub;
+using sat::Until;
 
 FixedWindow::FixedWindow(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)), window_start_us_(AlignedStartUs(now_us)) {}

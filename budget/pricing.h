@@ -20,11 +20,5 @@ int64_t EstimateUsdNano(const Price& price, int64_t tokens);
 // The cost of a known split.
 int64_t CostUsdNano(const Price& price, int64_t input_tokens,
                     int64_t output_tokens);
-// Adds without overflow: saturates at the int64 limits.
-inline int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
 
 }  // namespace brake

@@ -4,15 +4,15 @@
 #include <utility>
 
 #include "budget/calendar.h"
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 namespace brake {
 
-using budget_math::kMax;
-using budget_math::kMin;
-using budget_math::SatAdd;
-using budget_math::SatSub;
-using budget_math::Until;
+using sat::kMax;
+using sat::kMin;
+using sat::SatAdd;
+using sat::SatSub;
+using sat::Until;
 
 Quota::Quota(SpecRef spec, int64_t now_us)
     : Limiter(std::move(spec)),

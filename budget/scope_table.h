@@ -13,7 +13,7 @@
 // of the bucket, so a lookup reads three unrelated cache lines, and where a
 // bucket's line is cannot be known without reading the map's internals, so
 // it cannot be prefetched. With a million subjects each of those lines is a
-// miss of about 180 ns on the development VM (docs/PERFORMANCE.md).
+// miss (docs/DESIGN.md, "Subjects in memory").
 //
 // Keys are found by anything ScopeHash and ScopeEq take (a scope, or a
 // ScopeRef of kind and name). Not thread-safe.
@@ -94,9 +94,7 @@ class ScopeTable {
   // PrefetchSlot loads the next line of slots as well: at a load of about
   // half, one lookup in ten runs past its home slot's line, and Hinted
   // would wait there for a line nobody asked for (a miss on the decision's
-  // path). With both lines in, one in a hundred does. A million subjects
-  // in random order, medians 9.7 -> 11.0-11.4 M denials/s in process
-  // (docs/performance/27-twenty-seventh-pass.md).
+  // path). With both lines in, one in a hundred does.
   void PrefetchSlot(uint64_t hash) const {
     if (slots_.empty()) return;
     const size_t i = hash & mask_;

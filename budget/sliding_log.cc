@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <utility>
 
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 namespace brake {
 
-using budget_math::kMax;
-using budget_math::kMin;
-using budget_math::MsToUs;
-using budget_math::SatAdd;
-using budget_math::SatSub;
-using budget_math::Until;
+using sat::kMax;
+using sat::kMin;
+using sat::MsToUs;
+using sat::SatAdd;
+using sat::SatSub;
+using sat::Until;
 
 SlidingLog::SlidingLog(SpecRef spec, int64_t /*now_us*/)
     : Limiter(std::move(spec)) {}

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 #include "budget/limiter.h"
 
 namespace brake {
@@ -53,7 +53,7 @@ class TokenBucket final : public Limiter {
   bool Usable() const { return usable_; }
   // empty_at_us_ clamped so that the bucket holds at most `burst`.
   int64_t ClampedEmptyAt(int64_t now_us) const {
-    return std::max(empty_at_us_, budget_math::SatSub(now_us, burst_cost_us_));
+    return std::max(empty_at_us_, sat::SatSub(now_us, burst_cost_us_));
   }
   // CostUs of any amount but 1, with a division.
   int64_t CostUsOf(int64_t amount) const;
@@ -79,33 +79,33 @@ inline Decision TokenBucket::Check(int64_t amount, int64_t now_us) {
   if (pay_later_) {
     // Guava's acquire: granted once earlier debt is paid, whatever the size.
     if (now_us >= base) return {};
-    return {Verdict::kDeny, budget_math::Until(base, now_us)};
+    return {Verdict::kDeny, sat::Until(base, now_us)};
   }
   if (amount > burst_) return {Verdict::kTooLarge, 0};
   // Stored >= amount, expressed in time so that retry_after is exact: the
   // clamp cannot move `base` while we wait, since amount <= burst.
-  int64_t ready_at = budget_math::SatAdd(base, CostUs(amount));
+  int64_t ready_at = sat::SatAdd(base, CostUs(amount));
   if (now_us >= ready_at) return {};
-  return {Verdict::kDeny, budget_math::Until(ready_at, now_us)};
+  return {Verdict::kDeny, sat::Until(ready_at, now_us)};
 }
 
 inline int64_t TokenBucket::StoredPermits(int64_t now_us) const {
   if (!Usable()) return 0;
   const int64_t elapsed =
-      budget_math::SatSub(now_us, ClampedEmptyAt(now_us));
-  const int64_t per_us = budget_math::MsToUs(spec_->per_ms);
+      sat::SatSub(now_us, ClampedEmptyAt(now_us));
+  const int64_t per_us = sat::MsToUs(spec_->per_ms);
   int64_t product = 0;
   // The usual case in one 64-bit division: no debt, no overflow.
   const int64_t stored =
       elapsed >= 0 && !__builtin_mul_overflow(elapsed, spec_->rate, &product)
           ? product / per_us
-          : budget_math::MulDivFloor(elapsed, spec_->rate, per_us);
+          : sat::MulDivFloor(elapsed, spec_->rate, per_us);
   return std::min(stored, Burst());
 }
 
 inline void TokenBucket::Charge(int64_t amount, int64_t now_us) {
   if (amount <= 0) return;
-  empty_at_us_ = budget_math::SatAdd(ClampedEmptyAt(now_us), CostUs(amount));
+  empty_at_us_ = sat::SatAdd(ClampedEmptyAt(now_us), CostUs(amount));
 }
 
 }  // namespace brake

@@ -4,15 +4,15 @@
 #include <cmath>
 #include <utility>
 
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 namespace brake {
 
-using budget_math::kMax;
-using budget_math::kMin;
-using budget_math::SatAdd;
-using budget_math::SatSub;
-using budget_math::Until;
+using sat::kMax;
+using sat::kMin;
+using sat::SatAdd;
+using sat::SatSub;
+using sat::Until;
 
 namespace {
 

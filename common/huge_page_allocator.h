@@ -5,7 +5,7 @@
 // With 4 KiB pages, a table of a million subjects' slots (32 MiB) spans
 // 8,192 pages, more than the TLB holds: nearly every lookup first walks the
 // page tables, and a prefetch of its slot stalls on that walk as a load
-// would (measured in docs/performance/07-seventh-pass.md). Backed by 2 MiB
+// would. Backed by 2 MiB
 // pages the same table is 16 TLB entries. Arrays under 2 MiB, and systems
 // where transparent huge pages are off, get ordinary memory; the hint only
 // changes speed. Either way an array starts a cache line, so that a reader

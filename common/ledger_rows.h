@@ -26,7 +26,7 @@
 namespace brake {
 
 // One settlement of a lease: a row of the usage ledger, as built by a
-// caller that owns its texts (tests, tools).
+// caller that owns its texts.
 struct LedgerRow {
   int64_t time_ms = 0;  // wall clock, ms since the epoch
   std::string user;

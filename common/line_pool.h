@@ -5,7 +5,7 @@
 // four, so a 64-byte token bucket spans two lines and a subject's hot
 // 128 bytes three: at a million subjects, where every line is a miss and
 // the misses a core can have in flight are what bounds a decision, that is
-// a third more misses per decision (docs/performance/10-tenth-pass.md).
+// a third more misses per decision (docs/DESIGN.md, "Subjects in memory").
 // Here every block starts a line and is a whole number of lines, with no
 // header between blocks; blocks come from chunks that grow to 2 MiB and are
 // then backed by transparent huge pages where the system allows

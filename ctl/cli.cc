@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/sat_math.h"
 #include "common/socket_path.h"
 #include "ctl/commands.h"
 #include "ctl/format.h"
@@ -126,13 +127,6 @@ int Help(const std::vector<std::string>& topic, const CtlEnv& env,
   for (const std::string& w : topic) name += (name.empty() ? "" : " ") + w;
   err << "brakectl: help: unknown command '" << name << "'\n";
   return kExitUsage;
-}
-
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  if (b > std::numeric_limits<int64_t>::max() - a) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return a + b;
 }
 
 }  // namespace
@@ -267,7 +261,7 @@ int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
   int64_t timeout_ms = options.timeout_ms;
   if (auto wait = request->find("wait_ms");
       wait != request->end() && wait->is_number_integer()) {
-    timeout_ms = SaturatingAdd(timeout_ms, wait->get<int64_t>());
+    timeout_ms = sat::SatAdd(timeout_ms, wait->get<int64_t>());
   }
 
   const std::string socket_path = ResolveSocketPath(options.socket, env);

@@ -15,6 +15,7 @@
 
 #include "daemon/json_fields.h"
 #include "daemon/log.h"
+#include "daemon/observe_ops.h"
 #include "daemon/replies.h"
 #include "daemon/lease_codec.h"
 #include "daemon/lease_snapshot.h"
@@ -126,13 +127,7 @@ Status Daemon::Start() {
 
   if (!config_.metrics_listen.empty()) {
     metrics_http_ = std::make_unique<MetricsHttp>(&loop_, [this] {
-      std::string out;
-      Peer self;
-      self.admin = true;
-      dispatcher_->Handle(self, R"({"op":"metrics"})", clock_.NowUs(), &out);
-      auto reply = nlohmann::json::parse(out, nullptr, false);
-      return reply.is_object() ? reply.value("text", std::string())
-                               : std::string();
+      return MetricsExposition(*dispatcher_, clock_.NowUs());
     });
     if (Status s = metrics_http_->Listen(config_.metrics_listen); !s.ok()) {
       Log(LogLevel::kError, "%s; serving without it", s.message().c_str());

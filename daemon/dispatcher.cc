@@ -1,15 +1,10 @@
 #include "daemon/dispatcher.h"
 
-#include "daemon/fast_ops.h"
 #include "daemon/json_fields.h"
 #include "daemon/ops.h"
 
 namespace brake {
 namespace {
-
-// Deeper nesting than any valid request needs; rejected while parsing, so a
-// hostile line can never make the parser or dump() recurse deeply.
-constexpr int kMaxDepth = 32;
 
 void AppendLine(const json& reply, std::string* out) {
   out->append(reply.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -78,86 +73,45 @@ std::string Dispatcher::ErrorLine(ErrorCode code, const std::string& message) {
 void Dispatcher::Handle(const Peer& peer, std::string_view line,
                         int64_t now_us, std::string* out) {
   ++counters_.requests;
-  if (fast_path_ && FastOps::Handle(*this, peer, line, now_us, out)) return;
-  FlushCounts();  // `top` and `metrics` read the tracker
-  if (NestedDeeperThan(line, kMaxDepth)) {
-    ++counters_.errors;
-    stats_->limit_hits.Add(LimitHit::kMaxDepth);
-    AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,
-                          "request: nested deeper than " +
-                              std::to_string(kMaxDepth) + " levels"),
-               out);
-    return;
-  }
-  json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded()) {
-    ++counters_.errors;
-    AppendLine(ErrorReply(nullptr, ErrorCode::kBadJson,
-                          "request: not a valid JSON line"),
-               out);
-    return;
-  }
-  if (!request.is_object()) {
-    ++counters_.errors;
-    AppendLine(ErrorReply(nullptr, ErrorCode::kBadRequest,
-                          "request: must be a JSON object"),
-               out);
-    return;
-  }
-  const json* id = nullptr;
-  if (auto it = request.find("id"); it != request.end()) {
-    if (!it->is_string() && !it->is_number_integer()) {
-      ++counters_.errors;
-      AppendLine(ErrorReply(nullptr, ErrorCode::kBadRequest,
-                            "id: must be a string or an integer"),
-                 out);
-      return;
+  Request& request = request_;
+  Status status = request.Decode(line);
+  const Op* op = nullptr;
+  if (status.ok()) {
+    if (!request.scanned()) FlushCounts();  // `top` and `metrics` read it
+    op = FindOp(request.op());
+    if (op == nullptr) {
+      status = Status(ErrorCode::kUnknownOp,
+                      "op: unknown op " + std::string(request.op()));
     }
-    id = &*it;
-  }
-  auto op_it = request.find("op");
-  if (op_it == request.end() || !op_it->is_string()) {
-    ++counters_.errors;
-    AppendLine(ErrorReply(id, ErrorCode::kBadRequest,
-                          op_it == request.end() ? "op: is required"
-                                                 : "op: must be a string"),
-               out);
-    return;
-  }
-  const Op* op = FindOp(op_it->get_ref<const std::string&>());
-  if (op == nullptr) {
-    ++counters_.errors;
-    AppendLine(ErrorReply(id, ErrorCode::kUnknownOp,
-                          "op: unknown op " + op_it->get<std::string>()),
-               out);
-    return;
+  } else {
+    FlushCounts();
+    if (request.too_deep()) stats_->limit_hits.Add(LimitHit::kMaxDepth);
   }
   json reply = json::object();
-  bool parked = false;
-  Status status = Run(*op, peer, request, now_us, &reply, &parked);
-  if (status.ok() && parked) return;  // the waiters or deferred ops answer it
+  OpContext ctx{this, engine_, peer, request, line, now_us, &reply, out};
+  if (op != nullptr) status = Run(*op, ctx);
   if (!status.ok()) {
     ++counters_.errors;
-    AppendLine(ErrorReply(id, status.code(), status.message()), out);
+    const json id = request.IdJson();
+    AppendLine(ErrorReply(id.is_null() ? nullptr : &id, status.code(),
+                          status.message()),
+               out);
     return;
   }
-  if (id != nullptr) reply["id"] = *id;
+  if (ctx.parked || ctx.written) return;
+  if (request.has_id()) reply["id"] = request.IdJson();
   reply["ok"] = true;
   AppendLine(reply, out);
 }
 
-Status Dispatcher::Run(const Op& op, const Peer& peer, const json& request,
-                       int64_t now_us, json* reply, bool* parked) {
-  if (op.admin && !peer.admin) {
+Status Dispatcher::Run(const Op& op, OpContext& ctx) {
+  if (op.admin && !ctx.peer.admin) {
     return Status(ErrorCode::kForbidden,
                   std::string("op: ") + op.name + " is for admins only (uid " +
-                      std::to_string(peer.uid) + " is not in admin_uids)");
+                      std::to_string(ctx.peer.uid) + " is not in admin_uids)");
   }
-  if (Status s = ValidateFields(op, request); !s.ok()) return s;
-  OpContext ctx{this, engine_, peer, request, now_us, reply};
-  Status status = op.handler(ctx);
-  *parked = ctx.parked;
-  return status;
+  if (Status s = ValidateFields(op, ctx.request); !s.ok()) return s;
+  return op.handler(ctx);
 }
 
 std::string Dispatcher::OpsHelp() {

@@ -23,6 +23,7 @@
 #include "daemon/counters.h"
 #include "daemon/decider.h"
 #include "daemon/fast_request.h"
+#include "daemon/request.h"
 #include "daemon/top_tracker.h"
 
 namespace brake {
@@ -34,6 +35,7 @@ struct Peer {
 };
 
 class Waiters;
+struct OpContext;
 struct UsageQuery;
 
 // Ops answered off the loop thread (they read the database). The answer is
@@ -79,6 +81,7 @@ class Dispatcher {
   // The waiters given to set_waiters, or nullptr.
   const Waiters* waiters() const { return waiters_; }
 
+  const Engine* engine() const { return engine_; }
   // Limits and breakers together, over the engine given at construction.
   Decider* decider() { return &decider_; }
 
@@ -97,13 +100,6 @@ class Dispatcher {
     return d;
   }
 
-  // Acquire, commit and cancel lines that ScanFastRequest accepts are
-  // answered without nlohmann (fast_ops.cc), with the same bytes; on by
-  // default. Off: every line takes the general path (tests, benchmarks).
-  void set_fast_path(bool on) { fast_path_ = on; }
-  // Lines the fast path has answered since construction.
-  uint64_t fast_answers() const { return fast_answers_; }
-
   // Whether telling the engine of lines ahead pays (Engine::prefetch_pays:
   // its subjects outgrow the caches), and telling it: the task of `line`,
   // to be handled Engine::kPrefetchAhead lines from now (Engine::Prefetch).
@@ -117,11 +113,8 @@ class Dispatcher {
 
  private:
   friend struct OpHandlers;
-  friend struct FastOps;
-  // `parked` is set when the handler handed the request on and no reply is
-  // due now.
-  Status Run(const Op& op, const Peer& peer, const nlohmann::json& request,
-             int64_t now_us, nlohmann::json* reply, bool* parked);
+  // Rights, validation, then the handler.
+  Status Run(const Op& op, OpContext& ctx);
   // CountAcquire's counters, not the tracker.
   void CountAnswer(const AcquireAnswer& answer);
 
@@ -140,14 +133,8 @@ class Dispatcher {
   bool top_granted_ = false;
   int64_t top_usd_nano_ = 0;
   AcquireRequest top_request_;  // its user, task, resource and tokens
-  bool fast_path_ = true;
-  uint64_t fast_answers_ = 0;
-  // Reused by the fast path so that steady-state requests reuse their
-  // strings' capacity instead of allocating.
-  FastRequest fast_request_;
-  AcquireRequest fast_acquire_;
-  AcquireOutcome fast_outcome_;
-  CommitRequest fast_commit_;
+  // The line being handled, decoded; reused from line to line.
+  Request request_;
 };
 
 }  // namespace brake

@@ -1,6 +1,7 @@
 #include "daemon/fast_request.h"
 
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -306,6 +307,17 @@ FastKey FastKeyOf(std::string_view name) {
   Scanner scan(quoted, nullptr);
   const FastKey key = scan.Key();
   return scan.AtEnd() ? key : FastKey::kUnknown;
+}
+
+const char* FastKeyName(FastKey key) {
+  static constexpr const char* kNames[] = {
+      "id",          "op",            "user",       "task",
+      "tokens",      "requests",      "model",      "resource",
+      "fingerprint", "parent",        "wait_ms",    "lease",
+      "input_tokens", "output_tokens", "latency_ms", "outcome",
+      "retry_after_ms", ""};
+  static_assert(std::size(kNames) == kFastKeys + 1);
+  return kNames[static_cast<size_t>(key)];
 }
 
 bool ScanFastRequest(std::string_view line, FastRequest* out) {

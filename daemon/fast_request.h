@@ -53,6 +53,8 @@ inline constexpr size_t kFastKeys = static_cast<size_t>(FastKey::kUnknown);
 
 // The FastKey named `name`, kUnknown when none.
 FastKey FastKeyOf(std::string_view name);
+// The member name of `key` ("" for kUnknown).
+const char* FastKeyName(FastKey key);
 
 struct FastValue {
   enum class Kind { kNull, kInt, kString };

@@ -32,8 +32,7 @@ constexpr const char* kUsage =
 // the next batch instead of going back to the system: glibc returns the
 // free top of its heap past a threshold that follows the largest block it
 // served with mmap, so under a steady load each drain touched fresh pages
-// again, a fault per 4 KiB (~10 us each on the development VM;
-// docs/performance/17-seventeenth-pass.md). The limits are fixed instead:
+// again, a fault per 4 KiB. The limits are fixed instead:
 // blocks under 1 MiB (a batch of a few thousand rows) come from the heap,
 // larger ones from mmap (a burst's batch, returned whole), and up to 8 MiB
 // of free heap is kept. An operator's own setting (GLIBC_TUNABLES) wins.

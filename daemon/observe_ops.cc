@@ -9,20 +9,21 @@
 
 namespace brake {
 
-Status MetricsOp(OpContext& ctx) {
-  Dispatcher& d = *ctx.dispatcher;
+std::string MetricsExposition(Dispatcher& d, int64_t now_us) {
+  d.FlushCounts();  // the busiest users count every answer given
+  const Engine* engine = d.engine();
   MetricsSources src;
   src.counters = &d.counters();
   src.server = &d.stats();
-  src.leases_open = static_cast<int64_t>(ctx.engine->open_leases());
+  src.leases_open = static_cast<int64_t>(engine->open_leases());
   src.lease_cap_refusals =
-      static_cast<int64_t>(ctx.engine->lease_cap_refusals());
-  src.tasks = static_cast<int64_t>(ctx.engine->task_count());
-  src.subjects = static_cast<int64_t>(ctx.engine->resident_subjects());
-  src.prefetched = static_cast<int64_t>(ctx.engine->prefetched_decisions());
+      static_cast<int64_t>(engine->lease_cap_refusals());
+  src.tasks = static_cast<int64_t>(engine->task_count());
+  src.subjects = static_cast<int64_t>(engine->resident_subjects());
+  src.prefetched = static_cast<int64_t>(engine->prefetched_decisions());
   src.waiters = d.waiters() ? static_cast<int64_t>(d.waiters()->size()) : 0;
-  src.spend = ctx.engine->SpendOf("global");
-  for (const BreakerView& v : d.decider()->OpenViews(ctx.now_us)) {
+  src.spend = engine->SpendOf("global");
+  for (const BreakerView& v : d.decider()->OpenViews(now_us)) {
     if (v.snapshot.state == breaker::BreakerState::kHalfOpen) {
       ++src.breakers_half_open;
     } else {
@@ -36,7 +37,11 @@ Status MetricsOp(OpContext& ctx) {
   src.top_users = d.top()
                       .Of(TopKind::kUser)
                       .Top(static_cast<size_t>(d.config().metrics_top_users));
-  (*ctx.reply)["text"] = MetricsText(src);
+  return MetricsText(src);
+}
+
+Status MetricsOp(OpContext& ctx) {
+  (*ctx.reply)["text"] = MetricsExposition(*ctx.dispatcher, ctx.now_us);
   return Status::Ok();
 }
 
@@ -44,13 +49,13 @@ Status TopOp(OpContext& ctx) {
   const Dispatcher& d = *ctx.dispatcher;
   const Config& config = d.config();
   // Validated against the ops table: `by` is one of the three.
-  const std::string by = ctx.request["by"].get<std::string>();
+  const std::string by = ctx.request.body()["by"].get<std::string>();
   const TopKind kind = by == "user"   ? TopKind::kUser
                        : by == "task" ? TopKind::kTask
                                       : TopKind::kResource;
   int64_t limit = kTopDefaultRows;
-  if (auto it = ctx.request.find("limit");
-      it != ctx.request.end() && !it->is_null()) {
+  if (auto it = ctx.request.body().find("limit");
+      it != ctx.request.body().end() && !it->is_null()) {
     limit = it->get<int64_t>();
   }
   std::function<bool(const std::string&)> keep;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "common/status.h"
 #include "daemon/ops.h"
@@ -15,7 +16,10 @@ namespace brake {
 inline constexpr int64_t kTopDefaultRows = 20;
 inline constexpr int64_t kTopMaxRows = 1000;
 
-// {"text": exposition}.
+// The Prometheus text exposition of everything braked counts, as `metrics`
+// answers it and GET /metrics serves it.
+std::string MetricsExposition(Dispatcher& dispatcher, int64_t now_us);
+// {"text": MetricsExposition}.
 Status MetricsOp(OpContext& ctx);
 // {"by","rows":[{"subject","grants","denials","tokens","usd",
 // "uncounted_max","waiters"}]}, busiest first. With uid_users a non-admin

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "daemon/fast_reply.h"
 #include "daemon/json_fields.h"
 #include "daemon/observe_ops.h"
 #include "daemon/policy_codec.h"
@@ -46,12 +47,6 @@ int64_t Int(const json& req, const char* key, int64_t fallback) {
   return it == req.end() || it->is_null() ? fallback : it->get<int64_t>();
 }
 
-std::optional<int64_t> OptInt(const json& req, const char* key) {
-  auto it = req.find(key);
-  if (it == req.end() || it->is_null()) return std::nullopt;
-  return it->get<int64_t>();
-}
-
 }  // namespace
 
 Status MayActAs(const Peer& peer, const Config& config,
@@ -80,10 +75,8 @@ struct OpHandlers {
   static bool LoadFirst(OpContext& ctx, std::vector<std::string> missing) {
     Dispatcher& d = *ctx.dispatcher;
     if (missing.empty() || d.deferred_ops_ == nullptr) return false;
-    auto id = ctx.request.find("id");
-    d.deferred_ops_->Load(ctx.peer.conn,
-                          id == ctx.request.end() ? json(nullptr) : *id,
-                          std::move(missing), ctx.request.dump());
+    d.deferred_ops_->Load(ctx.peer.conn, ctx.request.IdJson(),
+                          std::move(missing), std::string(ctx.line));
     d.deferred_ = true;
     ctx.parked = true;
     return true;
@@ -94,27 +87,53 @@ struct OpHandlers {
     return Status::Ok();
   }
 
+  // The hot ops' answers, written by fast_reply.h; through nlohmann only
+  // when the writer cannot spell them (an integer id beyond int64_t, or a
+  // string it would have to repair).
+  static void WriteAcquire(OpContext& ctx, const AcquireOutcome& outcome) {
+    const Request& r = ctx.request;
+    if (r.plain_id() && AppendAcquireLine(r.id(), outcome, ctx.out)) return;
+    json reply = json::object();
+    FillAcquireReply(outcome, 0, &reply);
+    ctx.out->append(OkLine(r.IdJson(), std::move(reply)));
+  }
+  static void WriteCommit(OpContext& ctx, const Settlement& s) {
+    const Request& r = ctx.request;
+    if (r.plain_id() && AppendCommitLine(r.id(), s, ctx.out)) return;
+    json reply = json::object();
+    reply["charged_tokens"] = s.charged_tokens;
+    reply["charged_usd"] = NanoToUsd(s.charged_usd_nano);
+    if (s.duplicate) reply["duplicate"] = true;
+    ctx.out->append(OkLine(r.IdJson(), std::move(reply)));
+  }
+  static void WriteCancel(OpContext& ctx, bool duplicate) {
+    const Request& r = ctx.request;
+    if (r.plain_id() && AppendCancelLine(r.id(), duplicate, ctx.out)) return;
+    json reply = json::object();
+    if (duplicate) reply["duplicate"] = true;
+    ctx.out->append(OkLine(r.IdJson(), std::move(reply)));
+  }
+
   static Status Acquire(OpContext& ctx) {
     Dispatcher& d = *ctx.dispatcher;
+    Request& r = ctx.request;
     const bool storage_down = !d.storage_ok_;
     if (storage_down && !d.config_->fail_open) {
       return Status::Unavailable(
           "storage: the database cannot be written; acquires fail closed "
           "until it recovers");
     }
-    const json& req = ctx.request;
-    if (Status s = MayActAs(ctx, *d.config_, Str(req, "user")); !s.ok()) {
-      return s;
-    }
-    AcquireRequest a;
-    a.user = Str(req, "user");
-    a.task = Str(req, "task");
-    a.resource = Str(req, "resource");
-    a.model = Str(req, "model");
-    a.parent = Str(req, "parent");
-    a.fingerprint = Str(req, "fingerprint");
-    a.tokens = Int(req, "tokens", 0);
-    a.requests = Int(req, "requests", 1);
+    AcquireRequest& a = r.acquire;
+    a.user.assign(r.Text(FastKey::kUser));
+    if (Status s = MayActAs(ctx, *d.config_, a.user); !s.ok()) return s;
+    a.task.assign(r.Text(FastKey::kTask));
+    a.resource.assign(r.Text(FastKey::kResource));
+    a.model.assign(r.Text(FastKey::kModel));
+    a.parent.assign(r.Text(FastKey::kParent));
+    a.fingerprint.assign(r.Text(FastKey::kFingerprint));
+    a.tokens = r.Int(FastKey::kTokens, 0);
+    a.requests = r.Int(FastKey::kRequests, 1);
+    a.dry_run = false;
     if (LoadFirst(ctx, ctx.engine->MissingFor(a))) return Status::Ok();
     if (static_cast<int64_t>(ctx.engine->resident_subjects()) >=
             d.config_->max_subjects &&
@@ -125,70 +144,75 @@ struct OpHandlers {
           " subjects in memory (max_subjects); no room for a new one until "
           "idle ones are evicted");
     }
-    if (int64_t wait_ms = Int(req, "wait_ms", 0);
+    if (int64_t wait_ms = r.Int(FastKey::kWaitMs, 0);
         wait_ms > 0 && d.waiters_ != nullptr) {
-      auto id = req.find("id");
-      d.waiters_->Acquire(ParkRequest{ctx.peer.conn,
-                                      id == req.end() ? json(nullptr) : *id,
-                                      std::move(a), wait_ms});
+      d.waiters_->Acquire(
+          ParkRequest{ctx.peer.conn, r.IdJson(), AcquireRequest(a), wait_ms});
       ctx.parked = true;
       return Status::Ok();
     }
-    auto outcome = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us);
-    if (!outcome.ok()) return outcome.status();
-    d.CountAcquire(AcquireAnswer{&a, outcome->granted, outcome->denial.reason,
-                                 outcome->usd_nano});
+    AcquireOutcome* outcome = &r.outcome;
+    if (Status s = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us, outcome);
+        !s.ok()) {
+      return s;
+    }
+    d.CountAcquireLater(AcquireAnswer{&a, outcome->granted,
+                                      outcome->denial.reason,
+                                      outcome->usd_nano});
     if (outcome->granted && storage_down) ++d.counters_.fail_open_grants;
-    FillAcquireReply(*outcome, 0, ctx.reply);
+    WriteAcquire(ctx, *outcome);
+    ctx.written = true;
     return Status::Ok();
   }
 
   // A lease may be settled only by a peer allowed to act as its user.
-  static Status MayTouchLease(const OpContext& ctx) {
-    const Lease* lease = ctx.engine->FindLease(Str(ctx.request, "lease"));
+  static Status MayTouchLease(const OpContext& ctx,
+                              const std::string& lease_id) {
+    const Lease* lease = ctx.engine->FindLease(lease_id);
     if (lease == nullptr) return Status::Ok();  // unknown or settled
     return MayActAs(ctx, *ctx.dispatcher->config_, lease->user());
   }
 
   static Status Commit(OpContext& ctx) {
-    if (Status s = MayTouchLease(ctx); !s.ok()) return s;
-    const json& req = ctx.request;
-    CommitRequest c;
-    c.lease = Str(req, "lease");
-    c.tokens = OptInt(req, "tokens");
-    c.input_tokens = OptInt(req, "input_tokens");
-    c.output_tokens = OptInt(req, "output_tokens");
-    c.latency_ms = Int(req, "latency_ms", -1);
-    c.outcome = Str(req, "outcome");  // "" when absent or null
-    if (c.outcome.empty()) c.outcome = "ok";
+    Request& r = ctx.request;
+    CommitRequest& c = r.commit;
+    c.lease.assign(r.Text(FastKey::kLease));
+    if (Status s = MayTouchLease(ctx, c.lease); !s.ok()) return s;
+    c.tokens = r.OptInt(FastKey::kTokens);
+    c.input_tokens = r.OptInt(FastKey::kInputTokens);
+    c.output_tokens = r.OptInt(FastKey::kOutputTokens);
+    c.latency_ms = r.Int(FastKey::kLatencyMs, -1);
+    const std::string_view outcome = r.Text(FastKey::kOutcome);
+    c.outcome.assign(outcome.empty() ? std::string_view("ok") : outcome);
     if (c.tokens && (c.input_tokens || c.output_tokens) &&
         *c.tokens < c.input_tokens.value_or(0) + c.output_tokens.value_or(0)) {
       return Status::BadRequest(
           "tokens: smaller than input_tokens + output_tokens");
     }
-    auto s = ctx.dispatcher->decider_.Commit(c, Int(req, "retry_after_ms", 0),
-                                             ctx.now_us);
+    auto s = ctx.dispatcher->decider_.Commit(
+        c, r.Int(FastKey::kRetryAfterMs, 0), ctx.now_us);
     if (!s.ok()) return s.status();
     ++ctx.dispatcher->counters_.commits;
-    json& reply = *ctx.reply;
-    reply["charged_tokens"] = s->charged_tokens;
-    reply["charged_usd"] = NanoToUsd(s->charged_usd_nano);
-    if (s->duplicate) reply["duplicate"] = true;
+    WriteCommit(ctx, *s);
+    ctx.written = true;
     return Status::Ok();
   }
 
   static Status Cancel(OpContext& ctx) {
-    if (Status s = MayTouchLease(ctx); !s.ok()) return s;
-    auto dup = ctx.dispatcher->decider_.Cancel(Str(ctx.request, "lease"),
-                                               ctx.now_us);
+    Request& r = ctx.request;
+    std::string& lease_id = r.commit.lease;
+    lease_id.assign(r.Text(FastKey::kLease));
+    if (Status s = MayTouchLease(ctx, lease_id); !s.ok()) return s;
+    auto dup = ctx.dispatcher->decider_.Cancel(lease_id, ctx.now_us);
     if (!dup.ok()) return dup.status();
     ++ctx.dispatcher->counters_.cancels;
-    if (*dup) (*ctx.reply)["duplicate"] = true;
+    WriteCancel(ctx, *dup);
+    ctx.written = true;
     return Status::Ok();
   }
 
   static Status StatusOp(OpContext& ctx) {
-    const json& req = ctx.request;
+    const json& req = ctx.request.body();
     std::string scope;
     int given = 0;
     for (const char* kind : {"user", "task", "resource"}) {
@@ -241,7 +265,7 @@ struct OpHandlers {
   }
 
   static Status PolicySet(OpContext& ctx) {
-    const json& req = ctx.request;
+    const json& req = ctx.request.body();
     std::string scope = Str(req, "scope");
     json body = json::object();
     // null is absent, as everywhere in the protocol.
@@ -268,7 +292,7 @@ struct OpHandlers {
   }
 
   static Status PolicyGet(OpContext& ctx) {
-    std::string scope = Str(ctx.request, "scope");
+    std::string scope = Str(ctx.request.body(), "scope");
     const Policy* p = ctx.engine->GetPolicy(scope);
     (*ctx.reply)["scope"] = scope;
     (*ctx.reply)["policy"] = p ? json::parse(p->json) : json(nullptr);
@@ -288,12 +312,12 @@ struct OpHandlers {
 
   static Status PolicyDelete(OpContext& ctx) {
     (*ctx.reply)["deleted"] =
-        ctx.dispatcher->decider_.DeletePolicy(Str(ctx.request, "scope"));
+        ctx.dispatcher->decider_.DeletePolicy(Str(ctx.request.body(), "scope"));
     return Status::Ok();
   }
 
   static Status Reset(OpContext& ctx) {
-    std::string scope = Str(ctx.request, "scope");
+    std::string scope = Str(ctx.request.body(), "scope");
     if (LoadFirst(ctx, ctx.engine->MissingForScope(scope))) return Status::Ok();
     ctx.engine->Reset(scope, ctx.now_us);
     (*ctx.reply)["scope"] = scope;
@@ -301,7 +325,7 @@ struct OpHandlers {
   }
 
   static Status PricesSet(OpContext& ctx) {
-    const json& req = ctx.request;
+    const json& req = ctx.request.body();
     Price p{UsdToNano(req["input_usd_per_mtok"].get<double>()),
             UsdToNano(req["output_usd_per_mtok"].get<double>())};
     ctx.engine->SetPrice(Str(req, "model"), p);
@@ -323,7 +347,7 @@ struct OpHandlers {
   }
 
   static Status BreakerTrip(OpContext& ctx) {
-    std::string scope = Str(ctx.request, "scope");
+    std::string scope = Str(ctx.request.body(), "scope");
     if (scope.size() > 2 && scope.compare(scope.size() - 2, 2, ":*") == 0) {
       // Acquires consult concrete scopes; a breaker on "user:*" itself
       // would never be asked, so refuse rather than pretend.
@@ -331,7 +355,7 @@ struct OpHandlers {
           "scope: trip a concrete scope (global, user:NAME, task:NAME, "
           "resource:NAME), not a default");
     }
-    ctx.dispatcher->decider_.Trip(scope, Int(ctx.request, "open_ms", 0),
+    ctx.dispatcher->decider_.Trip(scope, Int(ctx.request.body(), "open_ms", 0),
                                   ctx.now_us);
     (*ctx.reply)["breakers"] = BreakersJson(
         ctx.dispatcher->decider_.Views({scope}, ctx.now_us));
@@ -339,7 +363,7 @@ struct OpHandlers {
   }
 
   static Status BreakerReset(OpContext& ctx) {
-    std::string scope = Str(ctx.request, "scope");
+    std::string scope = Str(ctx.request.body(), "scope");
     ctx.dispatcher->decider_.Reset(scope, ctx.now_us);
     (*ctx.reply)["breakers"] = BreakersJson(
         ctx.dispatcher->decider_.Views({scope}, ctx.now_us));
@@ -357,7 +381,7 @@ struct OpHandlers {
     if (d.deferred_ops_ == nullptr) {
       return Status::Unavailable("usage: the ledger is not available here");
     }
-    const json& req = ctx.request;
+    const json& req = ctx.request.body();
     if (Status s = MayActAs(ctx, *d.config_, Str(req, "user")); !s.ok()) {
       return s;
     }
@@ -381,7 +405,14 @@ namespace {
 
 const FieldSpec kScopeField{"scope", FieldKind::kScope, true};
 
-const std::vector<Dispatcher::Op> kOps = {
+// Each field's FastKey, for requests the scanner read.
+std::vector<Dispatcher::Op> WithScannerKeys(std::vector<Dispatcher::Op> ops) {
+  for (Dispatcher::Op& op : ops)
+    for (FieldSpec& f : op.fields) f.key = FastKeyOf(f.name);
+  return ops;
+}
+
+const std::vector<Dispatcher::Op> kOps = WithScannerKeys({
     {"ping", false, "liveness and version", {}, &OpHandlers::Ping},
     {"acquire",
      false,
@@ -466,7 +497,7 @@ const std::vector<Dispatcher::Op> kOps = {
      {{"by", FieldKind::kEnum, true, 0, 0, "user|task|resource"},
       {"limit", FieldKind::kInt, false, 1, kTopMaxRows}},
      &TopOp},
-};
+});
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "daemon/dispatcher.h"
+#include "daemon/request.h"
 
 namespace brake {
 
@@ -36,16 +37,25 @@ struct FieldSpec {
   int64_t min = 0;
   int64_t max = 0;
   const char* choices = nullptr;
+  FastKey key = FastKey::kUnknown;  // set by the table: the scanner's name
 };
 
+// What a handler gets. It answers in one of three ways: fills `reply`
+// (Dispatcher adds "id" and "ok" and writes it), writes its whole line to
+// `out` itself and sets `written` (the hot ops, through fast_reply.h), or
+// hands the request on and sets `parked` (waiters, deferred ops). An error
+// status is written by Dispatcher, and must come before any change of state.
 struct OpContext {
   Dispatcher* dispatcher;
   Engine* engine;
   const Peer& peer;
-  const nlohmann::json& request;
+  Request& request;
+  std::string_view line;  // as read, for a request handled again later
   int64_t now_us;
   nlohmann::json* reply;
-  bool parked = false;  // set by a handler that answers later
+  std::string* out;
+  bool written = false;
+  bool parked = false;
 };
 
 struct Dispatcher::Op {
@@ -60,7 +70,7 @@ struct Dispatcher::Op {
 const Dispatcher::Op* FindOp(std::string_view name);
 const std::vector<Dispatcher::Op>& AllOps();
 // Checks `request` against `op`'s fields; the message names the field.
-Status ValidateFields(const Dispatcher::Op& op, const nlohmann::json& request);
+Status ValidateFields(const Dispatcher::Op& op, const Request& request);
 // With uid_users configured, a non-admin peer may act only as its users:
 // kForbidden naming the field `user` otherwise.
 Status MayActAs(const OpContext& ctx, const Config& config,

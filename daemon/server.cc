@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/log.h"
+#include "daemon/look_ahead.h"
 #include "daemon/server_connection.h"
 
 namespace brake {
@@ -203,14 +204,7 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
   uv_stream_t* stream = reinterpret_cast<uv_stream_t*>(&c->pipe);
   size_t pos = 0;
   bool too_long = false;
-  // With more subjects than the caches hold, a decision mostly waits on
-  // memory: the task of the line kPrefetchAhead lines on is announced
-  // before each line is handled (Engine::Prefetch), so that its subject is
-  // in cache by its turn. `ahead` is where the next line to announce starts.
-  const bool prefetch = dispatcher_->prefetch_pays();
-  size_t ahead = 0;
-  size_t announced = 0;  // announcements of this read (lines, then none),
-                         // minus the lines handled
+  LookAhead look_ahead(dispatcher_, data, n);
   while (pos < n && !c->closing && !c->close_after_write && !c->paused) {
     const char* nl =
         static_cast<const char*>(memchr(data + pos, '\n', n - pos));
@@ -220,26 +214,7 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
       too_long = true;
       break;
     }
-    while (prefetch && announced <= Engine::kPrefetchAhead) {
-      const char* end =
-          ahead < n ? static_cast<const char*>(
-                          memchr(data + ahead, '\n', n - ahead))
-                    : nullptr;
-      if (end == nullptr) {
-        // No whole line left to announce: announce none, so that the lines
-        // still to come are each decided kPrefetchAhead announcements after
-        // their own, as Engine::AnnouncedTask expects. Only for a line about
-        // to be handled: a read that ends mid-line announces nothing more.
-        dispatcher_->Prefetch({});
-        ahead = n;
-      } else {
-        dispatcher_->Prefetch(std::string_view(
-            data + ahead, static_cast<size_t>(end - (data + ahead))));
-        ahead = static_cast<size_t>(end - data) + 1;
-      }
-      ++announced;
-    }
-    if (announced > 0) --announced;
+    look_ahead.BeforeLine();
     if (c->in.empty()) {
       self->HandleLine(c, std::string_view(data + pos, len));
     } else {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "budget/pricing.h"  // SaturatingAdd
+#include "common/sat_math.h"
 #include "budget/scope_key.h"  // HashBytes, Same
 
 namespace brake {
@@ -171,11 +171,11 @@ void SubjectCounter::Record(const std::string& subject, bool granted,
   Entry& entry = entries_[e];
   SubjectActivity& a = entry.activity;
   if (granted) {
-    a.grants = SaturatingAdd(a.grants, 1);
-    a.tokens = SaturatingAdd(a.tokens, std::max<int64_t>(0, tokens));
-    a.usd_nano = SaturatingAdd(a.usd_nano, std::max<int64_t>(0, usd_nano));
+    a.grants = sat::SatAdd(a.grants, 1);
+    a.tokens = sat::SatAdd(a.tokens, std::max<int64_t>(0, tokens));
+    a.usd_nano = sat::SatAdd(a.usd_nano, std::max<int64_t>(0, usd_nano));
   } else {
-    a.denials = SaturatingAdd(a.denials, 1);
+    a.denials = sat::SatAdd(a.denials, 1);
   }
   if (!ranked_) {
     entry.since = ++records_;

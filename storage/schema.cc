@@ -135,10 +135,8 @@ CREATE TABLE ledger(
     // 5 -> 6: a chunk's bitmap of settled lines moves to a table of its
     // own. SQLite rewrites a whole record to change one column, so setting
     // a bit beside the lines rewrote every line of the chunk (a chunk of
-    // 300 leases is ~75 KB of overflow pages): settling leases in another
-    // order than they were put cost 12-34 us each (bench/
-    // lease_store_bench.cc --settle-order random). A chunk with no line
-    // settled has no row here.
+    // 300 leases is ~75 KB of overflow pages). A chunk with no line settled
+    // has no row here.
     R"sql(
 CREATE TABLE lease_settled(
   chunk INTEGER PRIMARY KEY,

@@ -221,14 +221,11 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
   impl->quick_checked = check;
 
   // Before the first write fixes it (a no-op on a database that has
-  // pages). In 4 KiB pages (SQLite's) a batched commit of open leases was
-  // ~250 writes to the WAL, checkpointed every 4 MB, each checkpoint a
-  // commit of 20 ms and more (docs/performance/19-nineteenth-pass.md);
-  // in 16 KiB pages a strict commit wrote ~4 pages of B-tree bookkeeping
-  // (the file's header, a parent, a limiter's leaf) at 16 KiB each. 8 KiB
-  // pages: strict +6-9 %, batched alike
-  // (docs/performance/28-twenty-eighth-pass.md). The WAL is checkpointed
-  // every kWalCheckpointBytes, whatever the pages.
+  // pages): small pages write a batch of open leases in many frames, large
+  // ones make a strict commit rewrite its bookkeeping pages (the file's
+  // header, a parent, a limiter's leaf) at their size (docs/OPERATIONS.md,
+  // "Pages and the WAL"). The WAL is checkpointed every
+  // kWalCheckpointBytes, whatever the pages.
   s = ExecSql(db,
               ("PRAGMA page_size=" + std::to_string(kPageBytes)).c_str(),
               "setting the page size");

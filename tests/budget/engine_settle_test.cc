@@ -59,7 +59,7 @@ TEST_CASE("engine: prices, estimates and cost caps", "[engine]") {
   CHECK(EstimateUsdNano(Price{1, 2}, 0) == 0);
   CHECK(EstimateUsdNano(Price{1'000'000 * kNanoUsdPerUsd, 0},
                         INT64_MAX) == INT64_MAX);  // saturates
-  CHECK(SaturatingAdd(INT64_MAX, 1) == INT64_MAX);
+  CHECK(sat::SatAdd(INT64_MAX, 1) == INT64_MAX);
 
   Engine e("L", kTtlUs);
   e.SetPrice("m", price);

@@ -235,7 +235,7 @@ TEST_CASE("token bucket: stored permits as the formula gives them",
   // empty_at clamped to a full bucket, by the saturating arithmetic of
   // int_math.h: the shortcut for a full bucket must agree with the
   // division everywhere, saturated costs included.
-  using namespace budget_math;
+  using namespace sat;
   constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
   std::mt19937_64 rng(5);
   auto pick = [&](std::initializer_list<int64_t> edges, int64_t most) {

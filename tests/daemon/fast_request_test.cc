@@ -1,6 +1,6 @@
 // The request scanner on its own: PeekTask's hint, and the member names
-// FastKeyOf and the scanner know (fast_path_test.cc compares whole answers
-// with the general path's).
+// FastKeyOf, FastKeyName and the scanner know (request_test.cc compares the
+// scanner's reading of whole lines with nlohmann's).
 #include <catch2/catch.hpp>
 #include <string>
 #include <utility>
@@ -48,6 +48,7 @@ TEST_CASE("fast path: every member name maps to its key and no other name "
   REQUIRE(known.size() == kFastKeys);
   for (const auto& [name, key] : known) {
     CHECK(FastKeyOf(name) == key);
+    CHECK(FastKeyName(key) == name);
     // Near misses: a byte changed anywhere, one more, one fewer.
     for (size_t i = 0; i < name.size(); ++i) {
       std::string other = name;

@@ -49,8 +49,8 @@ def ops_from_help():
 def ops_cc_fields():
     """{op: [field names]} from the kOps table in daemon/ops.cc."""
     src = read(os.path.join(ROOT, "daemon", "ops.cc"))
-    start = src.index("const std::vector<Dispatcher::Op> kOps = {")
-    end = src.index("\n};", start)
+    start = src.index("const std::vector<Dispatcher::Op> kOps = WithScannerKeys({")
+    end = src.index("\n});", start)
     table = src[start:end]
     out = {}
     parts = re.split(r'\n    \{"([a-z.]+)",', table)

@@ -1,7 +1,7 @@
 // brake-bench --users J against a real braked: connection i acquires for
 // user U-<i % J>, so a run spreads its settlements over J users (the
-// ledger's writes per commit grow with them: docs/performance/
-// 28-twenty-eighth-pass.md).
+// ledger's writes per commit grow with them: docs/DESIGN.md, "How the
+// ledger is stored").
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>

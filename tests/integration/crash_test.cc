@@ -3,8 +3,7 @@
 // on the same database. Every client logs what the daemon acknowledged; at
 // the end the daemon is killed once more, restarted, and what it restored
 // (status spend, the ledger through `usage`) is compared with the logs.
-// bench/crash_test.py is the full-length version (50 connections, 60 s);
-// its figures are in docs/performance/01-first-measurements.md ("Crash test").
+// bench/crash_test.py is the full-length version (50 connections, 60 s).
 //
 // Bookkeeping. Each connection is one user (u<i>) and every connection it
 // opens (an "epoch") uses a task of its own (u<i>-e<epoch>), so the ledger
@@ -457,14 +456,9 @@ TEST_CASE(
   CheckInvariants(o, 2);
 }
 
-// Known daemon bug (reported; not fixed here): in batched mode replies are
-// sent at once however far the storage thread lags behind, with no
-// backpressure, so under load a SIGKILL loses commits acknowledged hundreds
-// of ms before it (155-735 ms seen at flush_interval_ms 10 on a loaded 2-vCPU
-// VM; see docs/performance/01-first-measurements.md, "Crash test"), not one
-// flush interval as `braked --help-config` and DESIGN.md promise. Was marked
-// mayfail until the daemon bounded the lag (replies are held while the disk
-// lags more than a flush interval behind).
+// In batched mode replies are held while the disk lags more than a flush
+// interval behind, so a SIGKILL loses only commits acknowledged within a
+// flush interval (plus the group commit in progress).
 TEST_CASE(
     "crash: batched durability loses only commits acknowledged within a "
     "flush interval (plus a group commit) of each kill -9",

@@ -1,11 +1,11 @@
-#include "budget/int_math.h"
+#include "common/sat_math.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <vector>
 
-namespace brake::budget_math {
+namespace brake::sat {
 namespace {
 
 // Floor and ceiling by the definition, in 128 bits only (no 64-bit
@@ -73,4 +73,4 @@ TEST_CASE("int math: floor and ceiling division agree with the definition",
 }
 
 }  // namespace
-}  // namespace brake::budget_math
+}  // namespace brake::sat

@@ -1,7 +1,8 @@
-// Saturating integer helpers for the limiters.
+// Saturating integer arithmetic: the limiters', the breakers' and the
+// accounting's.
 //
-// Limiters do all their time and amount arithmetic in int64 (microseconds,
-// resource units). Products such as `amount * period_us` can exceed int64, so
+// brake does its time and amount arithmetic in int64 (microseconds, resource
+// units, nano-usd). Products such as `amount * period_us` can exceed int64, so
 // they go through __int128 here, and every result saturates at the int64
 // bounds instead of overflowing. Pure functions, callable from any thread.
 #pragma once
@@ -9,7 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace brake::budget_math {
+namespace brake::sat {
 
 inline constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 inline constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -86,4 +87,4 @@ constexpr int64_t Until(int64_t at_us, int64_t now_us) {
   return d > 0 ? d : 0;
 }
 
-}  // namespace brake::budget_math
+}  // namespace brake::sat
