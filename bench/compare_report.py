@@ -1,4 +1,4 @@
-"""The table bench/compare prints, and issue 9's ratios and targets.
+"""The table bench/compare prints, and brake's ratios and targets.
 
 Split from bench/compare (the script measures, this judges and prints): the
 systems it knows, in table order, and their labels; `evaluate` turns the
@@ -23,7 +23,7 @@ def ratio(a, b):
 
 
 def evaluate(res, small, big, paired=None):
-    """The ratios and issue 9's targets, from whatever systems were run,
+    """The ratios and brake's targets, from whatever systems were run,
     and from the paired rounds (bench/compare's Bench.paired) if any."""
     def get(system, shape, key):
         cell = res.get(system, {}).get(shape)

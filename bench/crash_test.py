@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Crash test for braked (issue 6), full length.
+"""Crash test for braked, full length.
 
 N connections (default 50) acquire and commit in a loop, each as a user of
 its own, while the daemon is SIGKILLed every 1-3 s and restarted on the same

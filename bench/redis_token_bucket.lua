@@ -1,4 +1,4 @@
--- The classic Redis token bucket, for bench/compare (issue 9): one hash per
+-- The classic Redis token bucket, for bench/compare: one hash per
 -- bucket holding the tokens left and the time they were counted; refill by
 -- the elapsed time, take `cost` if there is enough, store, and let an idle
 -- bucket expire once it would be full again.

@@ -1,6 +1,8 @@
 #include "daemon/request.h"
 
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "daemon/counters.h"
 #include "daemon/json_fields.h"
@@ -47,9 +49,10 @@ Status Request::Parse(std::string_view line) {
   body_ = json();
   if (NestedDeeperThan(line, kMaxDepth)) {
     too_deep_ = true;
-    return Status(ErrorCode::kBadJson, "request: nested deeper than " +
-                                           std::to_string(kMaxDepth) +
-                                           " levels");
+    std::string message = "request: nested deeper than ";
+    message += std::to_string(kMaxDepth);
+    message += " levels";
+    return Status(ErrorCode::kBadJson, std::move(message));
   }
   body_ = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (body_.is_discarded()) {

@@ -1,8 +1,8 @@
 // A supervisor may stop or reload braked the moment its socket appears
 // (systemd does when a stop follows a start closely; the integration harness
-// does when a test ends at once). The socket exists before the signal
-// handlers did, and such a signal used to kill braked outright: no flush,
-// the socket file left behind, exit 143.
+// does when a test ends at once). The socket exists only after the signal
+// handlers do, so such a signal is always a clean stop: never a kill with no
+// flush, the socket file left behind and exit 143.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
