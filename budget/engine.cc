@@ -1,5 +1,5 @@
 #include "budget/engine.h"
-#include "budget/engine_amount.h"
+#include "budget/amounts.h"
 #include "budget/token_bucket.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 namespace brake {
 namespace {
 
-constexpr size_t kMaxTaskDepth = 32;
+constexpr size_t kMaxTaskDepth = SubjectTable::kMaxTaskDepth;
 
 bool IsWildcard(const std::string& scope) {
   return scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0;
@@ -85,14 +85,14 @@ void Engine::SetPolicy(const std::string& scope, Policy policy) {
     policy.shared.push_back(std::make_shared<const LimitSpec>(spec));
   }
   policies_[scope] = std::move(policy);
-  dirty_policies_.insert(scope);
+  dirty_.MarkPolicy(scope);
   ++mutations_;
   FindDefaults();
 }
 
 bool Engine::DeletePolicy(const std::string& scope) {
   if (policies_.erase(scope) == 0) return false;
-  dirty_policies_.insert(scope);
+  dirty_.MarkPolicy(scope);
   ++mutations_;
   FindDefaults();
   return true;
@@ -112,7 +112,7 @@ const Policy* Engine::GetPolicy(const std::string& scope) const {
 
 void Engine::SetPrice(const std::string& model, Price price) {
   prices_[model] = price;
-  dirty_prices_.insert(model);
+  dirty_.MarkPrice(model);
   ++mutations_;
 }
 
@@ -139,9 +139,18 @@ const Policy* Engine::PolicyFor(const std::string& scope) const {
   return nullptr;
 }
 
-Status Engine::SubjectScopes(const AcquireRequest& req,
-                             std::vector<std::string>* scopes,
-                             std::string* unknown_parent) const {
+Totals Engine::SpendOf(const std::string& scope) const {
+  const SubjectEntry* e = subjects_.find(scope);
+  return e == nullptr ? Totals{} : e->second.spend;
+}
+
+std::string Engine::TaskOwner(const std::string& task) const {
+  const TaskInfo* t = subjects_.FindTask(task);
+  return t == nullptr ? "" : t->user;
+}
+
+Status Engine::ScopesFor(const AcquireRequest& req,
+                         std::vector<std::string>* scopes) const {
   // Fills the vector's existing strings, keeping their capacity.
   size_t n = 0;
   auto put = [&](std::string_view prefix, const std::string& name) {
@@ -153,7 +162,7 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
   put("task:", req.task);
   // Ancestors: the recorded parent chain, or for a new task the named parent.
   const std::string* parent = &req.parent;
-  if (const TaskInfo* known = FindTask(req.task)) parent = &known->parent;
+  if (const TaskInfo* known = subjects_.FindTask(req.task)) parent = &known->parent;
   while (!parent->empty()) {
     if (n - 3 >= kMaxTaskDepth) {
       scopes->resize(n);
@@ -161,11 +170,8 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
                                 std::to_string(kMaxTaskDepth));
     }
     put("task:", *parent);
-    const TaskInfo* up = FindTask(*parent);
-    if (up == nullptr) {
-      if (unknown_parent != nullptr) *unknown_parent = *parent;
-      break;
-    }
+    const TaskInfo* up = subjects_.FindTask(*parent);
+    if (up == nullptr) break;
     parent = &up->parent;
   }
   if (!req.resource.empty()) put("resource:", req.resource);
@@ -173,6 +179,16 @@ Status Engine::SubjectScopes(const AcquireRequest& req,
   return Status::Ok();
 }
 
+Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& request,
+                                       int64_t now_us) {
+  AcquireOutcome out;
+  if (Status s = Acquire(request, now_us, &out); !s.ok()) return s;
+  return out;
+}
+
+// An acquire in four steps: the task and its parent may be used as asked
+// (CheckTask), the request's cost (Estimate), every limit of every subject
+// (CheckLimits), and when all admit, the lease and its charges (Grant).
 Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
                        AcquireOutcome* out) {
   out->granted = false;
@@ -181,66 +197,101 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   out->denial = Denial{};
   out->remaining = Remaining{};
   out->shadow.clear();
-  const Resident known = AnnouncedTask(req.task);
+  const Resident known = subjects_.AnnouncedTask(req.task);
   // When nothing was stored, nothing is missing; when the task's record
   // shows all it names in memory, neither.
-  if (!stored_.empty() && !AllResident(req, known.subject)) {
+  if (subjects_.AnyStored() && !subjects_.AllResident(req, known.subject)) {
     if (std::vector<std::string> missing = MissingFor(req); !missing.empty()) {
       return Status::Unavailable("subject: " + missing.front() +
                                  " is not in memory; load it first");
     }
   }
-  const TaskInfo* task =
-      known.subject != nullptr ? &known.subject->task : nullptr;
-  const bool new_task = task == nullptr;
-  if (!new_task && !OwnedBy(*known.subject, req.user)) {
-    return Status(ErrorCode::kForbidden,
-                  "task: " + req.task + " belongs to another user");
-  }
-  if (!new_task && !req.parent.empty() && req.parent != task->parent) {
-    return Status::BadRequest("parent: task " + req.task + " already has " +
-                              (task->parent.empty()
-                                   ? std::string("no parent")
-                                   : "parent " + task->parent));
-  }
-  if (new_task && !req.parent.empty()) {
-    if (req.parent == req.task) {
-      return Status::BadRequest("parent: a task cannot be its own parent");
-    }
-    const TaskInfo* p = FindTask(req.parent);
-    if (p == nullptr) {
-      return Status::BadRequest("parent: unknown task " + req.parent);
-    }
-    if (p->user != req.user) {
-      return Status(ErrorCode::kForbidden,
-                    "parent: task " + req.parent + " belongs to another user");
-    }
-  }
-  Totals want{req.requests, req.tokens, 0};
-  if (!req.model.empty()) {
-    const Price* price = GetPrice(req.model);
-    if (price == nullptr) {
-      return Status::BadRequest("model: no price is set for " + req.model);
-    }
-    want.usd_nano = EstimateUsdNano(*price, req.tokens);
-  }
-
-  // Scratch vectors reused across calls: a steady state allocates nothing
-  // for them.
+  if (Status s = CheckTask(req, known); !s.ok()) return s;
+  Totals want;
+  if (Status s = Estimate(req, &want); !s.ok()) return s;
+  // Reused across calls: a steady state allocates nothing for it.
   std::vector<Resident>& subjects = scratch_subjects_;
-  if (Status s = UseSubjects(req, known, now_us, &subjects);
+  if (Status s = subjects_.UseRequestSubjects(req, known, now_us, &subjects);
       !s.ok()) {
     return s;
   }
-  // Every limit of every subject is checked in place (the subject's policy
-  // and its limiters side by side, in the policy's order); a grant walks
-  // them again to charge. The binding denial: a request is granted only
-  // when every limit admits, so it is the one that frees last; "never"
-  // binds hardest.
+  size_t limit_count = 0;
+  if (!CheckLimits(subjects, want, now_us, out, &limit_count)) {
+    return Status::Ok();  // refused: out->denial says why
+  }
+  if (req.dry_run) {
+    out->granted = true;
+    return Status::Ok();
+  }
+  if (static_cast<int64_t>(leases_.open()) >= max_open_leases_) {
+    // Nothing was charged yet: refused whole, like any error.
+    ++lease_cap_refusals_;
+    return Status::Unavailable(
+        "lease: " + std::to_string(leases_.open()) +
+        " leases are open (max_open_leases); commit or cancel some, or let "
+        "them expire");
+  }
+  return Grant(req, known, want, limit_count, now_us, out);
+}
+
+// A known task is the request's user's, and keeps its parent; a new one
+// names a parent of the same user, in memory, not itself.
+Status Engine::CheckTask(const AcquireRequest& req, Resident known) const {
+  if (known.subject != nullptr) {
+    const TaskInfo& task = known.subject->task;
+    if (!subjects_.OwnedBy(*known.subject, req.user)) {
+      return Status(ErrorCode::kForbidden,
+                    "task: " + req.task + " belongs to another user");
+    }
+    if (!req.parent.empty() && req.parent != task.parent) {
+      return Status::BadRequest("parent: task " + req.task + " already has " +
+                                (task.parent.empty()
+                                     ? std::string("no parent")
+                                     : "parent " + task.parent));
+    }
+    return Status::Ok();
+  }
+  if (req.parent.empty()) return Status::Ok();
+  if (req.parent == req.task) {
+    return Status::BadRequest("parent: a task cannot be its own parent");
+  }
+  const TaskInfo* p = subjects_.FindTask(req.parent);
+  if (p == nullptr) {
+    return Status::BadRequest("parent: unknown task " + req.parent);
+  }
+  if (p->user != req.user) {
+    return Status(ErrorCode::kForbidden,
+                  "parent: task " + req.parent + " belongs to another user");
+  }
+  return Status::Ok();
+}
+
+// What the request reserves: its requests, its tokens, and with a model
+// their cost at the dearer of the model's rates.
+Status Engine::Estimate(const AcquireRequest& req, Totals* want) const {
+  *want = Totals{req.requests, req.tokens, 0};
+  if (req.model.empty()) return Status::Ok();
+  const Price* price = GetPrice(req.model);
+  if (price == nullptr) {
+    return Status::BadRequest("model: no price is set for " + req.model);
+  }
+  want->usd_nano = EstimateUsdNano(*price, req.tokens);
+  return Status::Ok();
+}
+
+// Checks every limit of every subject in place (the subject's policy and its
+// limiters side by side, in the policy's order), counting them in
+// `limit_count`. False when one refuses, with the binding denial in
+// out->denial: a request is
+// granted only when every limit admits, so it is the one that frees last;
+// "never" binds hardest. Shadow limits that refuse are only listed.
+bool Engine::CheckLimits(const std::vector<Resident>& subjects,
+                         const Totals& want, int64_t now_us,
+                         AcquireOutcome* out, size_t* limit_count) {
   const Resident* worst = nullptr;
   const LimitSpec* worst_spec = nullptr;
   Decision worst_decision;
-  size_t limit_count = 0;
+  *limit_count = 0;
   auto rank = [](const Decision& d) {
     return d.verdict == Verdict::kTooLarge || d.retry_after_us == kNever
                ? INT64_MAX
@@ -253,7 +304,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     const LimitSpec* spec = subject.policy->limits.data();
     const size_t count = subject.policy->limits.size();
     const LimiterList::Ptr* limiter = subject.limiters.data();
-    limit_count += count;
+    *limit_count += count;
     for (size_t i = 0; i < count; ++i) {
       Decision d = CheckLimit(*limiter[i], spec[i],
                               AmountFor(spec[i].resource, want), now_us);
@@ -272,36 +323,32 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     }
     if (worst_decision.verdict == Verdict::kTooLarge) break;
   }
-  if (worst != nullptr) {
-    const bool too_large = worst_decision.verdict == Verdict::kTooLarge;
-    Denial& denial = out->denial;
-    denial.reason = ReasonFor(*worst_spec, worst_decision.verdict);
-    denial.scope = *worst->scope;
-    denial.limit = worst_spec->name;
-    denial.retry_after_us = too_large ? kNever : worst_decision.retry_after_us;
-    return Status::Ok();
-  }
-  if (req.dry_run) {
-    out->granted = true;
-    return Status::Ok();
-  }
-  if (static_cast<int64_t>(leases_.open()) >= max_open_leases_) {
-    // Nothing was charged yet: refused whole, like any error.
-    ++lease_cap_refusals_;
-    return Status::Unavailable(
-        "lease: " + std::to_string(leases_.open()) +
-        " leases are open (max_open_leases); commit or cancel some, or let "
-        "them expire");
-  }
+  if (worst == nullptr) return true;
+  const bool too_large = worst_decision.verdict == Verdict::kTooLarge;
+  Denial& denial = out->denial;
+  denial.reason = ReasonFor(*worst_spec, worst_decision.verdict);
+  denial.scope = *worst->scope;
+  denial.limit = worst_spec->name;
+  denial.retry_after_us = too_large ? kNever : worst_decision.retry_after_us;
+  return false;
+}
 
+// Opens the lease, charges every limit CheckLimits admitted under, and
+// reserves `want` on each subject (scratch_subjects_, UseRequestSubjects'
+// order: global, user, task, the ancestors from the parent up, the
+// resource last); a new task gets its record.
+Status Engine::Grant(const AcquireRequest& req, Resident known,
+                     const Totals& want, size_t limit_count, int64_t now_us,
+                     AcquireOutcome* out) {
+  const std::vector<Resident>& subjects = scratch_subjects_;
+  const bool new_task = known.subject == nullptr;
   // A recycled lease object: every field is assigned, reusing its strings.
   Lease& lease = leases_.Open(sat::SatAdd(now_us, lease_ttl_us_));
   // The user, task, parent and resource are read from the keys of its
-  // scopes (UseSubjects' order: global, user, task, the ancestors from the
-  // parent up, the resource last); its text keeps the model and the
-  // fingerprint.
+  // scopes; its text keeps the model and the fingerprint.
   lease.SetText({"", "", "", "", "", req.model, req.fingerprint});
-  const bool has_parent = !(new_task ? req.parent : task->parent).empty();
+  const bool has_parent =
+      !(new_task ? req.parent : known.subject->task.parent).empty();
   lease.KeyFields(1, 2, has_parent ? 3 : Lease::kInText,
                   req.resource.empty()
                       ? Lease::kInText
@@ -344,12 +391,12 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
   for (const Resident& r : subjects) {
     ++r.subject->leases;
     AddTotals(r.subject->reserved, want, 1);
-    if (!r.subject->limiters.empty()) MarkLimitersUnsaved(r);
+    if (!r.subject->limiters.empty()) dirty_.MarkLimiters(r);
   }
-  if (new_task) {  // subjects[2] is the task's (UseSubjects)
-    SetTaskRecord(*subjects[2].subject,
-                  TaskInfo{req.parent, req.user, now_us / 1000});
-    MarkTaskUnsaved(subjects[2]);
+  if (new_task) {  // subjects[2] is the task's
+    subjects_.SetTaskRecord(*subjects[2].subject,
+                            TaskInfo{req.parent, req.user, now_us / 1000});
+    dirty_.MarkTask(subjects[2]);
   }
   ++mutations_;
   out->granted = true;
@@ -361,14 +408,14 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
 std::vector<std::string> Engine::StatusScopes(const std::string& scope) const {
   std::vector<std::string> scopes{"global"};
   if (scope.rfind("task:", 0) == 0) {
-    if (const TaskInfo* task = FindTask(std::string_view(scope).substr(5))) {
+    if (const TaskInfo* task = subjects_.FindTask(std::string_view(scope).substr(5))) {
       scopes.push_back("user:" + task->user);
       scopes.push_back(scope);
       const std::string* parent = &task->parent;
       for (size_t depth = 0; !parent->empty() && depth < kMaxTaskDepth;
            ++depth) {
         scopes.push_back("task:" + *parent);
-        const TaskInfo* p = FindTask(*parent);
+        const TaskInfo* p = subjects_.FindTask(*parent);
         if (p == nullptr) break;
         parent = &p->parent;
       }
@@ -407,7 +454,7 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
   ++mutations_;
   const bool wildcard = IsWildcard(scope);
   // A `*` scope resets every subject of its kind in memory (and, through
-  // dirty_kind_resets_, those stored).
+  // the dirty log, those stored).
   const std::string_view kind =
       std::string_view(scope).substr(0, scope.size() - 1);
   auto covers = [&](const std::string& name) {
@@ -419,21 +466,21 @@ void Engine::Reset(const std::string& scope, int64_t now_us) {
     Subject& subject = *r.subject;
     subject.used_us = std::max(subject.used_us, now_us);
     for (auto& limiter : subject.limiters) limiter->Reset(now_us);
-    if (!subject.limiters.empty()) MarkLimitersUnsaved(r);
+    if (!subject.limiters.empty()) dirty_.MarkLimiters(r);
     if (subject.spend.requests != 0 || subject.spend.tokens != 0 ||
         subject.spend.usd_nano != 0) {
       subject.spend = Totals{};
-      MarkSpendUnsaved(r);
+      dirty_.MarkSpend(r);
     }
   };
   if (wildcard) {
     ++kind_resets_;
-    dirty_kind_resets_.push_back(scope);
+    dirty_.MarkKindReset(scope);
     for (auto& [name, subject] : subjects_) {
       if (covers(name)) reset(Resident{&name, &subject});
     }
   } else {
-    reset(Use("", scope, now_us));
+    reset(subjects_.Use("", scope, now_us));
   }
   // Open leases still hold what they reserved: re-charge concurrency so the
   // count of open leases stays true.

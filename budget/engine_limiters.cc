@@ -1,20 +1,22 @@
-// Engine limiters: each subject's limiters, resolved against the current
-// policies (made, reconfigured or replaced), and found by name. Split from
-// engine.cc; same class.
+// Each subject's limiters, resolved against the current policies: made,
+// reconfigured or replaced when a policy changed, and found by name.
 #include <algorithm>
 #include <memory>
 
 #include "budget/engine.h"
 
 namespace brake {
+namespace {
 
-std::unique_ptr<Limiter>* Engine::LimiterSlot(Subject& s,
-                                              std::string_view name) {
+// Where the subject's limiter `name` is held, or nullptr.
+std::unique_ptr<Limiter>* LimiterSlot(Subject& s, std::string_view name) {
   for (auto& l : s.limiters) {
     if (l->spec().name == name) return &l;
   }
   return nullptr;
 }
+
+}  // namespace
 
 Limiter* Engine::FindLimiter(const std::string& scope, std::string_view name) {
   auto* e = subjects_.find(scope);

@@ -1,5 +1,5 @@
-// Engine settlement: commit, cancel and expiry of leases, what they release
-// and record, and duplicate answers. Split from engine.cc; same class.
+// Settling leases: commit, cancel and expiry, what each releases, spends and
+// records in the ledger, and the answers to duplicates.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "budget/engine.h"
-#include "budget/engine_amount.h"
+#include "budget/amounts.h"
 
 namespace brake {
 namespace {
@@ -48,7 +48,7 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
       l = FindLimiter(lease.ScopeOf(c), c.limit);
       if (l == nullptr) continue;  // its policy is gone
       if (c.scope >= lease.reserved) {
-        MarkLimitersUnsaved(Use("", lease.ScopeOf(c), now_us));
+        dirty_.MarkLimiters(subjects_.Use("", lease.ScopeOf(c), now_us));
       }
     }
     if (l->spec().resource == c.resource) {
@@ -59,15 +59,15 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
   }
   const bool spent = actual.requests || actual.tokens || actual.usd_nano;
   for (uint32_t i = 0; i < lease.reserved; ++i) {
-    const Resident r = ResidentOfKey(lease.scopes[i]);
+    const Resident r = Resident::OfKey(lease.scopes[i]);
     Subject& subject = *r.subject;
     subject.used_us = std::max(subject.used_us, now_us);
     --subject.leases;
     AddTotals(subject.reserved, reserved, -1);
-    if (!subject.limiters.empty()) MarkLimitersUnsaved(r);
+    if (!subject.limiters.empty()) dirty_.MarkLimiters(r);
     if (spent) {
       AddTotals(subject.spend, actual, 1);
-      MarkSpendUnsaved(r);
+      dirty_.MarkSpend(r);
     }
   }
 }
@@ -116,7 +116,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   row.output_tokens = output;
   row.latency_ms = req.latency_ms;
   row.outcome = req.outcome;
-  ledger_.push_back(row);
+  dirty_.ledger().push_back(row);
   Settlement s{actual.tokens, actual.usd_nano, false};
   leases_.Settle(lease, s, now_us);
   ForgetDuplicatesBefore(now_us);
@@ -148,7 +148,7 @@ int Engine::ExpireLeases(int64_t now_us, std::vector<std::string>* expired) {
     LedgerView row = LedgerRowOf(lease, id, actual, now_us);
     row.outcome = "expired";
     row.expired = true;
-    ledger_.push_back(row);
+    dirty_.ledger().push_back(row);
     leases_.Settle(lease, Settlement{actual.tokens, actual.usd_nano, false},
                    now_us);
     if (expired != nullptr) expired->push_back(id);

@@ -6,6 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace brake {
 
@@ -13,6 +17,17 @@ struct Price {
   int64_t input_nano_per_mtok = 0;
   int64_t output_nano_per_mtok = 0;
 };
+
+// Prices by model, found by a view too: a commit names its lease's model as
+// a view into the lease, and looking that up must not build a string.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+using PriceTable =
+    std::unordered_map<std::string, Price, TextHash, std::equal_to<>>;
 
 // The reservation for `tokens` tokens whose split is not yet known: all
 // priced at the dearer of the two rates.

@@ -8,7 +8,7 @@
 // bytes, too many members) is declined, and the caller falls back to the
 // nlohmann parser, which then answers exactly as it always has. Accepting a
 // line promises only that nlohmann would parse it to the same members;
-// validation against the ops table is the caller's (fast_ops.cc).
+// validation against the ops table is the caller's (daemon/request.h).
 //
 // Strings are views into the line, or into the request's own buffer when an
 // escape had to be decoded; a FastRequest is valid while the line is.

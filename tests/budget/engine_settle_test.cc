@@ -1,6 +1,7 @@
 // Engine: leases settled by commit, cancel and expiry; prices and cost caps;
 // duplicate settlements. Explicit clock values throughout.
 #include "budget/engine.h"
+#include "common/sat_math.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

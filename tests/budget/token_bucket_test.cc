@@ -233,7 +233,7 @@ TEST_CASE("token bucket: stored permits as the formula gives them",
           "[budget]") {
   // min(burst, floor(elapsed * rate / per)), elapsed from the saved
   // empty_at clamped to a full bucket, by the saturating arithmetic of
-  // int_math.h: the shortcut for a full bucket must agree with the
+  // common/sat_math.h: the shortcut for a full bucket must agree with the
   // division everywhere, saturated costs included.
   using namespace sat;
   constexpr int64_t kBig = std::numeric_limits<int64_t>::max();

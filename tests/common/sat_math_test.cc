@@ -23,7 +23,7 @@ __int128 RefCeil(__int128 n, __int128 d) {
 
 TEST_CASE("int math: saturating add, subtract and multiply agree with the "
           "clamped 128-bit result",
-          "[int_math]") {
+          "[sat_math]") {
   std::vector<int64_t> vs = {0, 1, -1, 2, -2, 1'000, -1'000, kMax, kMax - 1,
                              kMin, kMin + 1, kMax / 2, kMin / 2,
                              3'037'000'500, -3'037'000'500};  // ~sqrt(kMax)
@@ -44,7 +44,7 @@ TEST_CASE("int math: saturating add, subtract and multiply agree with the "
 }
 
 TEST_CASE("int math: floor and ceiling division agree with the definition",
-          "[int_math]") {
+          "[sat_math]") {
   std::vector<__int128> ns = {0, 1, -1, 2, 7, -7, 999'999, 1'000'000,
                               1'000'001, kMax, kMax - 1, kMin, kMin + 1};
   ns.push_back(static_cast<__int128>(kMax) + 1);  // just past 64 bits

@@ -1,73 +1,84 @@
-// Engine residency: which subjects are in memory, evicting the idle ones and
-// installing those loaded back on demand. Split from engine.cc; same class.
-#include <algorithm>
-#include <unordered_set>
+#include "budget/subject_table.h"
 
-#include "budget/engine.h"
+#include <algorithm>
+#include <utility>
+
+#include "common/line_pool.h"
 
 namespace brake {
 namespace {
 
 constexpr std::string_view kTaskPrefix = "task:";
-constexpr size_t kMaxAncestorWalk = 32;
 
-// "global" and concrete scopes; not the "KIND:*" defaults.
-bool IsSubject(const std::string& scope) {
-  return !(scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0);
+
+// Unused since before `cutoff_us`, holding no open lease and no change
+// storage has not taken; never "global".
+bool Evictable(const std::string& scope, const Subject& s, int64_t cutoff_us) {
+  return s.leases == 0 && s.used_us < cutoff_us && !s.unsaved() &&
+         scope != "global";
 }
 
 }  // namespace
 
-bool Engine::NeedsLoad(const std::string& scope) const {
+bool SubjectTable::IsSubject(const std::string& scope) {
+  return !(scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0);
+}
+
+bool SubjectTable::NeedsLoad(const std::string& scope) const {
   return IsSubject(scope) && stored_.MaybeContains(scope) &&
-         subjects_.find(scope) == nullptr;
+         table_.find(scope) == nullptr;
 }
 
-Engine::Resident Engine::Use(std::string_view prefix, std::string_view name,
-                             int64_t now_us) {
-  return ResidentOf(UseEntry(prefix, name, now_us));
-}
-
-ScopeTable<Engine::Subject>::Entry* Engine::UseEntry(std::string_view prefix,
-                                                     std::string_view name,
-                                                     int64_t now_us) {
-  auto* e = subjects_.find(ScopeRef{prefix, name});
+SubjectEntry* SubjectTable::UseEntry(std::string_view prefix,
+                                     std::string_view name, int64_t now_us) {
+  auto* e = table_.find(ScopeRef{prefix, name});
   if (e == nullptr) {
     std::string scope;
     scope.reserve(prefix.size() + name.size());
     scope.append(prefix).append(name);
-    e = subjects_.Insert(std::move(scope));
+    e = table_.Insert(std::move(scope));
   }
   Subject& s = e->second;
   s.used_us = std::max(s.used_us, now_us);
   return e;
 }
 
-Engine::Resident Engine::TaskSubject(std::string_view name) {
-  auto* e = subjects_.find(ScopeRef{kTaskPrefix, name});
-  if (e == nullptr || !e->second.has_task) return Resident{};
-  return ResidentOf(e);
+void SubjectTable::SetTaskRecord(Subject& s, TaskInfo record) {
+  if (!s.has_task) ++task_count_;
+  // Its user's subject when in memory (a grant has just used it; a load
+  // brings it with the task), so that its first decision finds it cached.
+  auto* user = table_.find(ScopeRef{"user:", record.user});
+  s.owner = user != nullptr ? CachedSubject{epoch_, user} : CachedSubject{};
+  s.task = std::move(record);
+  s.has_task = true;
 }
 
-const Engine::TaskInfo* Engine::FindTask(std::string_view name) const {
-  const auto* e = subjects_.find(ScopeRef{kTaskPrefix, name});
+Resident SubjectTable::TaskSubject(std::string_view name) {
+  auto* e = table_.find(ScopeRef{kTaskPrefix, name});
+  if (e == nullptr || !e->second.has_task) return Resident{};
+  return Resident::Of(e);
+}
+
+const TaskInfo* SubjectTable::FindTask(std::string_view name) const {
+  const auto* e = table_.find(ScopeRef{kTaskPrefix, name});
   return e == nullptr ? nullptr : e->second.record();
 }
 
-Engine::Resident Engine::Use(CachedSubject& cache, std::string_view prefix,
+Resident SubjectTable::Use(CachedSubject& cache, std::string_view prefix,
                              std::string_view name, int64_t now_us) {
-  if (cache.epoch != subject_epoch_) {
+  if (cache.epoch != epoch_) {
     cache.entry = UseEntry(prefix, name, now_us);
-    cache.epoch = subject_epoch_;
+    cache.epoch = epoch_;
   } else {
     Subject& s = cache.entry->second;
     s.used_us = std::max(s.used_us, now_us);
   }
-  return ResidentOf(cache.entry);
+  return Resident::Of(cache.entry);
 }
 
-Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
-                           int64_t now_us, std::vector<Resident>* out) {
+Status SubjectTable::UseRequestSubjects(const AcquireRequest& req,
+                                        Resident task, int64_t now_us,
+                                        std::vector<Resident>* out) {
   // The ancestors first, so that a tree too deep changes nothing: the
   // recorded parent chain, or for a new task the named parent, up to the
   // first task not in memory.
@@ -76,9 +87,9 @@ Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
   const std::string* parent =
       task.subject != nullptr ? &task.subject->task.parent : &req.parent;
   while (!parent->empty()) {
-    if (ancestors.size() >= kMaxAncestorWalk) {
+    if (ancestors.size() >= kMaxTaskDepth) {
       return Status::BadRequest("parent: task tree deeper than " +
-                                std::to_string(kMaxAncestorWalk));
+                                std::to_string(kMaxTaskDepth));
     }
     Resident up = TaskSubject(*parent);
     ancestors.push_back(Ancestor{parent, up});
@@ -111,7 +122,7 @@ Status Engine::UseSubjects(const AcquireRequest& req, Resident task,
   return Status::Ok();
 }
 
-void Engine::Prefetch(std::string_view task) {
+void SubjectTable::Prefetch(std::string_view task) {
   // Each stage acts on a request announced some calls ago and reads only
   // what the stage before brought in: the slot (now), the entry (kEntry
   // calls on), its limiters and its user (kLimiters), limiters kept in a
@@ -131,14 +142,14 @@ void Engine::Prefetch(std::string_view task) {
     return e == nullptr ? nullptr : &e->second;
   };
   Prefetching& fresh = ago(0);
-  fresh.hash = decltype(subjects_)::Hash(ScopeRef{kTaskPrefix, task});
+  fresh.hash = decltype(table_)::Hash(ScopeRef{kTaskPrefix, task});
   fresh.entry = nullptr;
-  subjects_.PrefetchSlot(fresh.hash);
+  table_.PrefetchSlot(fresh.hash);
 
   Prefetching& slot_in = ago(kEntry);  // its slot is in cache: the entry
-  if (auto* e = subjects_.Hinted(slot_in.hash)) {
+  if (auto* e = table_.Hinted(slot_in.hash)) {
     slot_in.entry = e;
-    slot_in.epoch = subject_epoch_;
+    slot_in.epoch = epoch_;
     // What a decision reads: through the length of its task's parent, in
     // libstdc++ the 16th byte of the string (Subject), its second line.
     const char* p = reinterpret_cast<const char*>(e);
@@ -155,7 +166,7 @@ void Engine::Prefetch(std::string_view task) {
     } else {
       __builtin_prefetch(s->limiters.data());
     }
-    if (s->owner.epoch == subject_epoch_) {
+    if (Current(s->owner)) {
       __builtin_prefetch(&s->owner.entry->second);
     }
   }
@@ -165,7 +176,7 @@ void Engine::Prefetch(std::string_view task) {
   }
 }
 
-Engine::Resident Engine::AnnouncedTask(std::string_view name) {
+Resident SubjectTable::AnnouncedTask(std::string_view name) {
   const Prefetching& p =
       prefetch_ring_[(prefetch_next_ - 1 - kPrefetchAhead) % kPrefetchRing];
   // Its entry may hold another key of the same hash: the key decides.
@@ -173,27 +184,27 @@ Engine::Resident Engine::AnnouncedTask(std::string_view name) {
   if (e != nullptr && e->second.has_task &&
       ScopeEq{}(ScopeRef{kTaskPrefix, name}, std::string_view(e->first))) {
     ++prefetched_decisions_;
-    return ResidentOf(e);
+    return Resident::Of(e);
   }
   return TaskSubject(name);
 }
 
-bool Engine::AllResident(const AcquireRequest& req,
+bool SubjectTable::AllResident(const AcquireRequest& req,
                          const Subject* task) const {
   if (task == nullptr || !task->has_task) return false;
   // A current cache of its owner: the user's subject is in memory.
-  return task->owner.epoch == subject_epoch_ && task->task.parent.empty() &&
+  return Current(task->owner) && task->task.parent.empty() &&
          req.resource.empty() && OwnedBy(*task, req.user);
 }
 
-std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
+std::vector<std::string> SubjectTable::MissingFor(const AcquireRequest& req) const {
   std::vector<std::string> out;
   if (stored_.empty()) return out;  // nothing was ever stored or evicted
   // Memory first (the decision reads the same entries next), then the
   // filter: a subject in neither was never stored. No string is built
   // unless one is missing.
   auto find = [this](std::string_view prefix, std::string_view name) {
-    const auto* e = subjects_.find(ScopeRef{prefix, name});
+    const auto* e = table_.find(ScopeRef{prefix, name});
     return e != nullptr ? &e->second : nullptr;
   };
   auto need = [&](std::string_view prefix, const std::string& name) {
@@ -211,7 +222,7 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   // The ancestors in memory, up to the first that is not.
   const std::string* parent =
       task != nullptr && task->has_task ? &task->task.parent : &req.parent;
-  for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
+  for (size_t depth = 0; !parent->empty() && depth < kMaxTaskDepth;
        ++depth) {
     const Subject* p = find(kTaskPrefix, *parent);
     if (p == nullptr || !p->has_task) {
@@ -223,15 +234,15 @@ std::vector<std::string> Engine::MissingFor(const AcquireRequest& req) const {
   return out;
 }
 
-bool Engine::AddsSubjects(const AcquireRequest& req) const {
+bool SubjectTable::AddsSubjects(const AcquireRequest& req) const {
   auto absent = [this](std::string scope) {
-    return subjects_.find(scope) == nullptr;
+    return table_.find(scope) == nullptr;
   };
   return absent("user:" + req.user) || absent("task:" + req.task) ||
          (!req.resource.empty() && absent("resource:" + req.resource));
 }
 
-std::vector<std::string> Engine::MissingForScope(
+std::vector<std::string> SubjectTable::MissingForScope(
     const std::string& scope) const {
   std::vector<std::string> out;
   if (NeedsLoad(scope)) out.push_back(scope);
@@ -240,7 +251,7 @@ std::vector<std::string> Engine::MissingForScope(
       FindTask(std::string_view(scope).substr(kTaskPrefix.size()));
   if (task == nullptr) return out;
   const std::string* parent = &task->parent;
-  for (size_t depth = 0; !parent->empty() && depth < kMaxAncestorWalk;
+  for (size_t depth = 0; !parent->empty() && depth < kMaxTaskDepth;
        ++depth) {
     const TaskInfo* p = FindTask(*parent);
     if (p == nullptr) {
@@ -252,53 +263,23 @@ std::vector<std::string> Engine::MissingForScope(
   return out;
 }
 
-void Engine::RestoreSubjects(const SubjectRows& rows, int64_t now_us) {
-  // Only subjects not in memory take the stored rows: the others have
-  // changed since and are newer.
-  std::unordered_set<std::string> fresh;
-  for (const std::string& scope : rows.scopes) {
-    if (!IsSubject(scope) || subjects_.count(scope)) continue;
-    fresh.insert(scope);
-    Use("", scope, now_us);
-  }
-  for (const TaskRow& row : rows.tasks) {
-    if (fresh.count(std::string(kTaskPrefix) + row.task)) {
-      RestoreTask(row, now_us);
-    }
-  }
-  for (const LimiterRow& row : rows.limiters) {
-    if (fresh.count(row.scope)) RestoreLimiter(row, now_us);
-  }
-  for (const SpendRow& row : rows.spend) {
-    if (fresh.count(row.scope)) RestoreSpend(row);
-  }
-}
-
-bool Engine::Evictable(const std::string& scope, const Subject& s,
-                       int64_t cutoff_us) const {
-  if (s.leases > 0 || s.used_us >= cutoff_us || scope == "global") {
-    return false;
-  }
-  return !(s.spend_unsaved || s.limiters_unsaved || s.task_unsaved);
-}
-
-void Engine::Evict(const std::string& scope) {
-  auto* e = subjects_.find(scope);
+void SubjectTable::Evict(const std::string& scope) {
+  auto* e = table_.find(scope);
   if (e == nullptr) return;
   if (e->second.has_task) --task_count_;
   stored_.Add(scope);
-  subjects_.erase(e);
-  ++subject_epoch_;
+  table_.erase(e);
+  ++epoch_;
   ++evictions_;
 }
 
-size_t Engine::EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan) {
-  if (subjects_.empty()) return 0;
+size_t SubjectTable::EvictIdle(int64_t now_us, int64_t idle_us, size_t max_scan) {
+  if (table_.empty()) return 0;
   const int64_t cutoff = now_us - idle_us;
   std::vector<std::string> victims;
-  const size_t slots = subjects_.slot_count();
+  const size_t slots = table_.slot_count();
   for (size_t n = 0; n < max_scan && n < slots; ++n) {
-    const auto* e = subjects_.At(evict_cursor_++ % slots);
+    const auto* e = table_.At(evict_cursor_++ % slots);
     if (e != nullptr && Evictable(e->first, e->second, cutoff)) {
       victims.push_back(e->first);
     }
