@@ -1,7 +1,7 @@
 """Processes for bench/compare: running a tool, waiting for a server, stopping
 it, and what /proc says of the machine and a process.
 
-Split from bench/compare (which measures); no measuring here.
+No measuring here: bench/compare measures.
 """
 
 import os

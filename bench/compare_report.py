@@ -1,6 +1,6 @@
 """The table bench/compare prints, and brake's ratios and targets.
 
-Split from bench/compare (the script measures, this judges and prints): the
+bench/compare measures; this judges and prints: the
 systems it knows, in table order, and their labels; `evaluate` turns the
 medians into ratios and targets; `print_table` prints both tables.
 """

@@ -427,9 +427,8 @@ int Main(int argc, char** argv) {
             // Each row in a child of its own: an engine made where an
             // earlier row's was freed takes its blocks from the free lists
             // in the order that one freed them (its table's, at random),
-            // and a million subjects in creation order were then no longer
-            // in memory order (denials at a million: 10-11 M/s in a fresh
-            // process, 5-6 M/s as the third row).
+            // and subjects in creation order would then no longer be in
+            // memory order.
             const CaseResult r = InChild<CaseResult>(
                 [&] {
                   return RunCase(kind, subjects, iterations, prefetch, stored,

@@ -1,6 +1,6 @@
 // The engine brake-decide-bench measures: its policies (token buckets on
 // global, user:* and task:*), its simulated clock, and the setup that
-// creates N subjects. Split from decide_bench.cc, which times and prints.
+// creates N subjects. decide_bench.cc times and prints.
 #pragma once
 
 #include <cstdint>

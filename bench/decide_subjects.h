@@ -39,8 +39,7 @@ inline void Increment(std::string* s) { IncrementDecimal(s, 1); }
 // each one's names spelled in advance in that order, 16 bytes a subject, so
 // that a request reads them from a list walked in step (and prefetched)
 // rather than from a table it would jump around in: misses of its own, not
-// the engine's. Without the prefetch, 10 % of a random-order run's time at a
-// million subjects went to copying the names (perf).
+// the engine's.
 struct Shuffled {
   struct Names {
     uint16_t user;  // index in `users`
@@ -71,9 +70,8 @@ struct Shuffled {
 // The request's subjects in turn from `first`, wrapping at `subjects`: in
 // the order they were made (SetSubject's), or in `shuffled` order when
 // given. In creation order, the names are spelled by counting in place, so
-// that the timed loop measures the decision rather than building names
-// (formatting two numbers per request cost 176 instructions, 13 % of a
-// denial). Creation order is also memory order (subjects are allocated as
+// that the timed loop measures the decision rather than building names.
+// Creation order is also memory order (subjects are allocated as
 // they are made), which a CPU's own prefetchers follow; shuffled, only the
 // engine's Prefetch helps.
 class SubjectCursor {
@@ -137,8 +135,7 @@ class SubjectCursor {
   // s = [p, p + n), in place (a name fits the string's inline bytes).
   // Names under 8 bytes (subjects up to a million) are moved inline, in
   // two overlapping words: memcpy of a length not known at compile time is
-  // a call into libc, which with assign cost ~80 instructions a decision in
-  // shuffled order, a tenth of a denial there (callgrind).
+  // a call into libc, a cost the decision does not have.
   static void Put(std::string* s, const char* p, size_t n) {
     if (s->size() != n) s->resize(n);
     char* d = s->data();

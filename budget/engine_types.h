@@ -1,6 +1,5 @@
 // The engine's vocabulary: what an acquire asks and is answered, a policy,
-// a commit, totals and status reports. Split from engine.h (the Engine
-// class), which includes it; callers include engine.h.
+// a commit, totals and status reports.
 #pragma once
 
 #include <cstdint>

@@ -127,8 +127,8 @@ void SubjectTable::Prefetch(std::string_view task) {
   // what the stage before brought in: the slot (now), the entry (kEntry
   // calls on), its limiters and its user (kLimiters), limiters kept in a
   // heap array (kHeapLimiters); the decision comes kPrefetchAhead calls on.
-  // The slot gets the longest: at a million subjects its table is 32 MiB,
-  // and at two calls its load still stalled the next stage (perf).
+  // The slot gets the longest: a large table's slot is a miss behind
+  // nested page tables (docs/DESIGN.md, "Subjects in memory").
   constexpr uint32_t kEntry = kPrefetchAhead / 2;
   constexpr uint32_t kLimiters = kEntry + kPrefetchAhead / 4;
   constexpr uint32_t kHeapLimiters = kPrefetchAhead - 1;
@@ -138,7 +138,7 @@ void SubjectTable::Prefetch(std::string_view task) {
     return prefetch_ring_[(now - calls) % kPrefetchRing];
   };
   auto found = [&](const Prefetching& p) -> const Subject* {
-    const auto* e = Live(p);
+    const auto* e = CurrentEntry(p);
     return e == nullptr ? nullptr : &e->second;
   };
   Prefetching& fresh = ago(0);
@@ -180,7 +180,7 @@ Resident SubjectTable::AnnouncedTask(std::string_view name) {
   const Prefetching& p =
       prefetch_ring_[(prefetch_next_ - 1 - kPrefetchAhead) % kPrefetchRing];
   // Its entry may hold another key of the same hash: the key decides.
-  auto* e = Live(p);
+  auto* e = CurrentEntry(p);
   if (e != nullptr && e->second.has_task &&
       ScopeEq{}(ScopeRef{kTaskPrefix, name}, std::string_view(e->first))) {
     ++prefetched_decisions_;

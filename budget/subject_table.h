@@ -157,7 +157,7 @@ class SubjectTable {
     Resident task;  // its subject, with its record; null: not in memory
   };
 
-  SubjectEntry* Live(const Prefetching& p) const {
+  SubjectEntry* CurrentEntry(const Prefetching& p) const {
     return p.epoch == epoch_ ? p.entry : nullptr;
   }
   bool NeedsLoad(const std::string& scope) const;

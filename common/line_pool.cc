@@ -49,8 +49,7 @@ struct Fresh {
 };
 
 // A lock for a few dozen instructions at a time, taken by one thread nearly
-// always: an atomic exchange, where a pthread mutex cost two calls and ~55
-// instructions (callgrind) per block.
+// always: an atomic exchange, not a pthread mutex's two calls per block.
 class SpinLock {
  public:
   void lock() {

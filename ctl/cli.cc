@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -166,117 +167,93 @@ CtlEnv SystemEnv() {
   return env;
 }
 
-int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
-        std::ostream& err, const CtlEnv& env) {
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  Result<GlobalOptions> parsed = ParseGlobalOptions(args);
-  if (!parsed.ok()) {
-    err << "brakectl: " << parsed.status().message() << '\n';
-    err << "Run 'brakectl help' for usage.\n";
-    return kExitUsage;
-  }
-  const GlobalOptions& options = *parsed;
-  const std::vector<std::string>& words = options.words;
+namespace {
 
+// --version and help: answered without a command; nullopt otherwise.
+std::optional<int> AnswerHelp(const GlobalOptions& options, const CtlEnv& env,
+                              std::ostream& out, std::ostream& err) {
+  const std::vector<std::string>& words = options.words;
   if (options.version) {
     out << "brakectl " << BRAKE_VERSION << '\n';
     return kExitOk;
   }
-  if (words.empty() || (words[0] == "help")) {
-    if (words.empty() && !options.help) {
-      Help({}, env, err, err);
-      return kExitUsage;
-    }
-    std::vector<std::string> topic;
-    if (!words.empty()) topic.assign(words.begin() + 1, words.end());
-    return Help(topic, env, out, err);
+  if (!words.empty() && words[0] != "help") return std::nullopt;
+  if (words.empty() && !options.help) {
+    Help({}, env, err, err);
+    return kExitUsage;
   }
+  std::vector<std::string> topic;
+  if (!words.empty()) topic.assign(words.begin() + 1, words.end());
+  return Help(topic, env, out, err);
+}
 
-  size_t consumed = 0;
-  const CommandSpec* command = FindCommand(words, &consumed);
-  if (command == nullptr) {
-    if (IsCommandGroup(words[0])) {
-      if (options.help && words.size() == 1) {
-        WriteGroupHelp(words[0], out);
-        return kExitOk;
-      }
-      if (words.size() == 1) {
-        err << "brakectl: " << words[0] << ": missing subcommand\n";
-      } else {
-        err << "brakectl: " << words[0] << ": unknown subcommand '" << words[1]
-            << "'\n";
-      }
-      WriteGroupHelp(words[0], err);
-      return kExitUsage;
-    }
+// The words name no command: a group's help, or what is wrong.
+int NoSuchCommand(const GlobalOptions& options, std::ostream& out,
+                  std::ostream& err) {
+  const std::vector<std::string>& words = options.words;
+  if (!IsCommandGroup(words[0])) {
     err << "brakectl: unknown command '" << words[0]
         << "'\nRun 'brakectl help' for the list of commands.\n";
     return kExitUsage;
   }
-  if (options.help) {
-    WriteCommandHelp(*command, out);
+  if (options.help && words.size() == 1) {
+    WriteGroupHelp(words[0], out);
     return kExitOk;
   }
+  if (words.size() == 1) {
+    err << "brakectl: " << words[0] << ": missing subcommand\n";
+  } else {
+    err << "brakectl: " << words[0] << ": unknown subcommand '" << words[1]
+        << "'\n";
+  }
+  WriteGroupHelp(words[0], err);
+  return kExitUsage;
+}
 
-  BuildContext context;
-  context.read_file = [&](const std::string& path) -> Result<std::string> {
-    if (path == "-") {
-      std::string text((std::istreambuf_iterator<char>(in)),
-                       std::istreambuf_iterator<char>());
-      return text;
-    }
-    if (!env.read_file) return Status::Internal("cannot read " + path);
-    return env.read_file(path);
+// A command with a runner of its own (brakectl top).
+int RunCommand(const CommandSpec& command, const json& request,
+               const GlobalOptions& options, const CtlEnv& env,
+               std::ostream& out, std::ostream& err) {
+  RunContext run;
+  run.socket_path = ResolveSocketPath(options.socket, env);
+  run.timeout_ms = options.timeout_ms;
+  run.connect = [&env, &run]() -> Result<std::unique_ptr<Transport>> {
+    if (!env.connect) return Status::Unavailable("no transport");
+    return env.connect(run.socket_path, run.timeout_ms);
   };
-  const std::string name(command->name);
-  Result<json> request = BuildRequest(
-      *command, std::vector<std::string>(words.begin() + consumed, words.end()),
-      context);
-  if (!request.ok()) {
-    err << "brakectl: " << name << ": " << request.status().message() << '\n';
-    if (!IsUsageError(request.status())) return kExitError;
-    err << "usage: brakectl " << Synopsis(*command) << '\n';
-    return kExitUsage;
-  }
-  if (command->run != nullptr) {
-    RunContext run;
-    run.socket_path = ResolveSocketPath(options.socket, env);
-    run.timeout_ms = options.timeout_ms;
-    run.connect = [&env, &run]() -> Result<std::unique_ptr<Transport>> {
-      if (!env.connect) return Status::Unavailable("no transport");
-      return env.connect(run.socket_path, run.timeout_ms);
-    };
-    run.json = options.json;
-    std::unique_ptr<Terminal> terminal =
-        env.open_terminal ? env.open_terminal() : OpenStdioTerminal();
-    run.terminal = terminal.get();
-    run.out = &out;
-    run.err = &err;
-    return command->run(*request, run);
-  }
-  (*request)["id"] = kRequestId;
+  run.json = options.json;
+  std::unique_ptr<Terminal> terminal =
+      env.open_terminal ? env.open_terminal() : OpenStdioTerminal();
+  run.terminal = terminal.get();
+  run.out = &out;
+  run.err = &err;
+  return command.run(request, run);
+}
 
+// One request, one reply: sent, checked, printed (raw with --json, else
+// rendered); a refused acquire exits kExitDenied.
+int Exchange(const CommandSpec& command, json request,
+             const GlobalOptions& options, const CtlEnv& env,
+             std::ostream& out, std::ostream& err) {
+  request["id"] = kRequestId;
   // A waiting acquire may legitimately take wait_ms before it is answered.
   int64_t timeout_ms = options.timeout_ms;
-  if (auto wait = request->find("wait_ms");
-      wait != request->end() && wait->is_number_integer()) {
+  if (auto wait = request.find("wait_ms");
+      wait != request.end() && wait->is_number_integer()) {
     timeout_ms = sat::SatAdd(timeout_ms, wait->get<int64_t>());
   }
-
-  const std::string socket_path = ResolveSocketPath(options.socket, env);
   if (!env.connect) {
     err << "brakectl: no transport\n";
     return kExitError;
   }
-  Result<std::unique_ptr<Transport>> transport =
-      env.connect(socket_path, options.timeout_ms);
+  Result<std::unique_ptr<Transport>> transport = env.connect(
+      ResolveSocketPath(options.socket, env), options.timeout_ms);
   if (!transport.ok()) {
     err << "brakectl: " << transport.status().message() << '\n';
     return kExitError;
   }
   Result<std::string> line =
-      (*transport)->Exchange(DumpJson(*request), json(kRequestId), timeout_ms);
+      (*transport)->Exchange(DumpJson(request), json(kRequestId), timeout_ms);
   if (!line.ok()) {
     err << "brakectl: " << line.status().message() << '\n';
     return kExitError;
@@ -297,8 +274,8 @@ int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
         << FormatField(error, "message") << '\n';
     return kExitError;
   }
-  if (!options.json && command->render != nullptr) {
-    command->render(*request, reply, out);
+  if (!options.json && command.render != nullptr) {
+    command.render(request, reply, out);
   }
   auto granted = reply.find("granted");
   if (granted != reply.end() && granted->is_boolean() &&
@@ -306,6 +283,57 @@ int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
     return kExitDenied;
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int Run(int argc, const char* const argv[], std::istream& in, std::ostream& out,
+        std::ostream& err, const CtlEnv& env) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  Result<GlobalOptions> parsed = ParseGlobalOptions(args);
+  if (!parsed.ok()) {
+    err << "brakectl: " << parsed.status().message() << '\n';
+    err << "Run 'brakectl help' for usage.\n";
+    return kExitUsage;
+  }
+  const GlobalOptions& options = *parsed;
+  if (std::optional<int> answered = AnswerHelp(options, env, out, err)) {
+    return *answered;
+  }
+  const std::vector<std::string>& words = options.words;
+  size_t consumed = 0;
+  const CommandSpec* command = FindCommand(words, &consumed);
+  if (command == nullptr) return NoSuchCommand(options, out, err);
+  if (options.help) {
+    WriteCommandHelp(*command, out);
+    return kExitOk;
+  }
+
+  BuildContext context;
+  context.read_file = [&](const std::string& path) -> Result<std::string> {
+    if (path == "-") {
+      std::string text((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+      return text;
+    }
+    if (!env.read_file) return Status::Internal("cannot read " + path);
+    return env.read_file(path);
+  };
+  Result<json> request = BuildRequest(
+      *command, std::vector<std::string>(words.begin() + consumed, words.end()),
+      context);
+  if (!request.ok()) {
+    err << "brakectl: " << command->name << ": " << request.status().message()
+        << '\n';
+    if (!IsUsageError(request.status())) return kExitError;
+    err << "usage: brakectl " << Synopsis(*command) << '\n';
+    return kExitUsage;
+  }
+  if (command->run != nullptr) {
+    return RunCommand(*command, *request, options, env, out, err);
+  }
+  return Exchange(*command, std::move(*request), options, env, out, err);
 }
 
 }  // namespace brake::ctl

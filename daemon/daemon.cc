@@ -55,7 +55,25 @@ Daemon::~Daemon() {
   uv_loop_close(&loop_);
 }
 
+// Starting is five steps: the config and the database, restored
+// (OpenStore); the storage thread, the server and the waiters, listening
+// (Serve); the metrics endpoint, if configured (ServeMetrics); the signal
+// handlers and timers (StartHandles); and the marker of a running daemon.
 Status Daemon::Start() {
+  Result<std::unique_ptr<Store>> store = OpenStore();
+  if (!store.ok()) return store.status();
+  if (Status s = Serve(std::move(*store)); !s.ok()) return s;
+  ServeMetrics();
+  StartHandles();
+  Seal();  // persist what the config file changed
+  MarkRunning();
+  Log(LogLevel::kInfo, "braked %s listening on %s (durability %s)",
+      BRAKE_VERSION, options_.socket_path.c_str(),
+      config_.durability == Durability::kStrict ? "strict" : "batched");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> Daemon::OpenStore() {
   if (!options_.config_path.empty()) {
     auto config = LoadConfigFile(options_.config_path);
     if (!config.ok()) return config.status();
@@ -90,9 +108,12 @@ Status Daemon::Start() {
       "in memory, the rest loaded when used",
       options_.db_path.c_str(), snapshot->policies.size(),
       snapshot->leases.size(), engine_->resident_subjects());
+  return store;
+}
 
+Status Daemon::Serve(std::unique_ptr<Store> store) {
   worker_ = std::make_unique<StorageWorker>(
-      &loop_, std::move(*store),
+      &loop_, std::move(store),
       [this](const StorageWorker::Done& d) { OnStorageDone(d); },
       [path = options_.db_path] {
         StoreOptions reopen;
@@ -114,29 +135,34 @@ Status Daemon::Start() {
   waiters_->set_limit_hits(&stats_.limit_hits);
   dispatcher_->set_waiters(waiters_.get());
   dispatcher_->set_deferred(this);
-  if (Status s = server_->Listen(options_.socket_path,
-                                 static_cast<int>(config_.socket_mode));
-      !s.ok()) {
+  Status s = server_->Listen(options_.socket_path,
+                             static_cast<int>(config_.socket_mode));
+  if (!s.ok()) {  // undo: the storage thread stops, nothing is left open
     dispatcher_->set_waiters(nullptr);
     waiters_->Close(nullptr);
     worker_->Stop(nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
     worker_.reset();
-    return s;
   }
+  return s;
+}
 
-  if (!config_.metrics_listen.empty()) {
-    metrics_http_ = std::make_unique<MetricsHttp>(&loop_, [this] {
-      return MetricsExposition(*dispatcher_, clock_.NowUs());
-    });
-    if (Status s = metrics_http_->Listen(config_.metrics_listen); !s.ok()) {
-      Log(LogLevel::kError, "%s; serving without it", s.message().c_str());
-      metrics_http_->Close(nullptr);
-    } else {
-      Log(LogLevel::kInfo, "metrics on http://%s/metrics",
-          config_.metrics_listen.c_str());
-    }
+// A metrics endpoint that cannot listen is logged; braked serves without it.
+void Daemon::ServeMetrics() {
+  if (config_.metrics_listen.empty()) return;
+  metrics_http_ = std::make_unique<MetricsHttp>(&loop_, [this] {
+    return MetricsExposition(*dispatcher_, clock_.NowUs());
+  });
+  if (Status s = metrics_http_->Listen(config_.metrics_listen); !s.ok()) {
+    Log(LogLevel::kError, "%s; serving without it", s.message().c_str());
+    metrics_http_->Close(nullptr);
+  } else {
+    Log(LogLevel::kInfo, "metrics on http://%s/metrics",
+        config_.metrics_listen.c_str());
   }
+}
+
+void Daemon::StartHandles() {
   uv_signal_init(&loop_, &sigterm_);
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sighup_);
@@ -170,12 +196,13 @@ Status Daemon::Start() {
     uv_timer_start(&flush_, [](uv_timer_t* h) {
       Self<Daemon>(h->data)->Seal();
     }, every, every);
-  } else {
   }
   uv_check_start(&check_, [](uv_check_t* h) {
     Self<Daemon>(h->data)->OnLoopTurn();
   });
-  Seal();  // persist what the config file changed
+}
+
+void Daemon::MarkRunning() {
   if (int fd = ::open(running_marker_.c_str(),
                       O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
       fd >= 0) {
@@ -185,10 +212,6 @@ Status Daemon::Start() {
         "quick_check at the next start", running_marker_.c_str(),
         strerror(errno));
   }
-  Log(LogLevel::kInfo, "braked %s listening on %s (durability %s)",
-      BRAKE_VERSION, options_.socket_path.c_str(),
-      config_.durability == Durability::kStrict ? "strict" : "batched");
-  return Status::Ok();
 }
 
 // The config file declares policies and prices; it wins over what was set at

@@ -55,6 +55,12 @@ class Daemon : public Server::Gate, public DeferredOps {
             std::string request) override;
 
  private:
+  // Start's steps.
+  Result<std::unique_ptr<Store>> OpenStore();
+  Status Serve(std::unique_ptr<Store> store);
+  void ServeMetrics();
+  void StartHandles();
+  void MarkRunning();
   Status Restore(const Snapshot& snapshot, Store& store);
   void ApplyConfig(const Config& config, const Config* previous);
   void Seal();

@@ -1,6 +1,6 @@
 // The daemon's state in and out of the database: restoring at startup,
 // reads answered later on the storage thread (usage, loading subjects), and
-// evicting idle subjects. Split from daemon.cc; same class.
+// evicting idle subjects.
 #include <malloc.h>
 
 #include <algorithm>

@@ -4,10 +4,10 @@
 // turned into the stored form (daemon/lease_codec.h) on the storage thread
 // by EncodeSnapshots, just before the batch is applied.
 //
-// Writing the stored form itself on the loop thread (escaping checks,
-// integers in decimal) cost ~1,450 instructions per open lease, a fifth of
-// the loop thread's work under 16 x 16 acquires that leave their leases
-// open; a copy is a few hundred. A snapshot never leaves the process.
+// Writing the stored form itself (escaping checks, integers in decimal) costs
+// several times a copy, and would be the loop thread's largest cost under
+// acquires that leave their leases open (docs/DESIGN.md). A snapshot never
+// leaves the process.
 #pragma once
 
 #include <string>

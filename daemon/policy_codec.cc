@@ -33,6 +33,120 @@ const AlgorithmFields kFields[] = {
 const std::set<std::string> kCommonFields{"name", "resource", "algorithm",
                                           "shadow"};
 
+// What every limit has: its name, resource, algorithm and shadow flag;
+// no field its algorithm does not take; a resource its algorithm can count.
+// `allowed` is set to the algorithm's own fields.
+Status ParseLimitHead(const json& j, const std::string& field, LimitSpec* spec,
+                      const std::set<std::string>** allowed) {
+  auto name = ReadString(j, "name", std::nullopt, field);
+  if (!name.ok()) return name.status();
+  if (Status s = ValidateName(*name, field + ".name"); !s.ok()) return s;
+  if (name->size() > 64) {
+    return Status::BadRequest(field + ".name: longer than 64 bytes");
+  }
+  spec->name = *name;
+  auto resource = ReadString(j, "resource", std::nullopt, field);
+  if (!resource.ok()) return resource.status();
+  if (!ParseResource(*resource, &spec->resource)) {
+    return Status::BadRequest(field +
+                              ".resource: must be requests, tokens or usd");
+  }
+  auto algorithm = ReadString(j, "algorithm", std::nullopt, field);
+  if (!algorithm.ok()) return algorithm.status();
+  if (!ParseAlgorithm(*algorithm, &spec->algorithm)) {
+    return Status::BadRequest(
+        field +
+        ".algorithm: must be token_bucket, warmup, sliding_log, "
+        "fixed_window, leaky_bucket, quota or concurrency");
+  }
+  for (const auto& f : kFields)
+    if (f.algorithm == spec->algorithm) *allowed = &f.fields;
+  for (const auto& [key, value] : j.items()) {
+    if (!kCommonFields.count(key) && !(*allowed)->count(key)) {
+      return Status::BadRequest(field + "." + key + ": not a field of " +
+                                *algorithm);
+    }
+  }
+  auto shadow = ReadBool(j, "shadow", false, field);
+  if (!shadow.ok()) return shadow.status();
+  spec->shadow = *shadow;
+
+  if (spec->resource == Resource::kUsd &&
+      spec->algorithm != Algorithm::kQuota &&
+      spec->algorithm != Algorithm::kSlidingLog &&
+      spec->algorithm != Algorithm::kFixedWindow) {
+    return Status::BadRequest(field +
+                              ".resource: usd limits must be quota, "
+                              "sliding_log or fixed_window");
+  }
+  if (spec->algorithm == Algorithm::kConcurrency &&
+      spec->resource != Resource::kRequests) {
+    return Status::BadRequest(field +
+                              ".resource: concurrency counts requests");
+  }
+  return Status::Ok();
+}
+
+// The fields of the limit's algorithm (`allowed`), each within its bounds.
+Status ParseLimitFields(const json& j, const std::string& field,
+                        const std::set<std::string>& allowed,
+                        LimitSpec* spec) {
+  if (allowed.count("rate")) {
+    auto rate = ReadInt(j, "rate", 1, kMaxRate, std::nullopt, field);
+    if (!rate.ok()) return rate.status();
+    spec->rate = *rate;
+    auto per = ReadInt(j, "per_ms", 1, kMaxMs, 1000, field);
+    if (!per.ok()) return per.status();
+    spec->per_ms = *per;
+  }
+  if (allowed.count("burst")) {
+    auto burst = ReadInt(j, "burst", 1, kMaxCount, spec->rate, field);
+    if (!burst.ok()) return burst.status();
+    spec->burst = *burst;
+    auto pay_later = ReadBool(j, "pay_later", false, field);
+    if (!pay_later.ok()) return pay_later.status();
+    spec->pay_later = *pay_later;
+  }
+  if (allowed.count("warmup_ms")) {
+    auto warmup = ReadInt(j, "warmup_ms", 1, kMaxMs, std::nullopt, field);
+    if (!warmup.ok()) return warmup.status();
+    spec->warmup_ms = *warmup;
+    auto cold = ReadNumber(j, "cold_factor", 1.0, 1000.0, 3.0, field);
+    if (!cold.ok()) return cold.status();
+    spec->cold_factor = *cold;
+  }
+  if (allowed.count("limit")) {
+    if (spec->resource == Resource::kUsd) {
+      auto limit = ReadNumber(j, "limit", 0.0, kMaxUsd, std::nullopt, field);
+      if (!limit.ok()) return limit.status();
+      spec->limit = UsdToNano(*limit);
+    } else {
+      auto limit = ReadInt(j, "limit", 1, kMaxCount, std::nullopt, field);
+      if (!limit.ok()) return limit.status();
+      spec->limit = *limit;
+    }
+  }
+  if (allowed.count("window_ms")) {
+    auto window = ReadInt(j, "window_ms", 1, kMaxMs, std::nullopt, field);
+    if (!window.ok()) return window.status();
+    spec->window_ms = *window;
+  }
+  if (allowed.count("queue")) {
+    auto queue = ReadInt(j, "queue", 0, 1'000'000, 0, field);
+    if (!queue.ok()) return queue.status();
+    spec->queue = *queue;
+  }
+  if (allowed.count("period")) {
+    auto period = ReadString(j, "period", std::nullopt, field);
+    if (!period.ok()) return period.status();
+    if (!ParsePeriod(*period, &spec->period)) {
+      return Status::BadRequest(
+          field + ".period: must be hour, day, week, month or total");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LimitSpec> ParseLimit(const json& j, const std::string& field) {
@@ -40,106 +154,10 @@ Result<LimitSpec> ParseLimit(const json& j, const std::string& field) {
     return Status::BadRequest(field + ": must be an object");
   }
   LimitSpec spec;
-  auto name = ReadString(j, "name", std::nullopt, field);
-  if (!name.ok()) return name.status();
-  if (Status s = ValidateName(*name, field + ".name"); !s.ok()) return s;
-  if (name->size() > 64) {
-    return Status::BadRequest(field + ".name: longer than 64 bytes");
-  }
-  spec.name = *name;
-  auto resource = ReadString(j, "resource", std::nullopt, field);
-  if (!resource.ok()) return resource.status();
-  if (!ParseResource(*resource, &spec.resource)) {
-    return Status::BadRequest(field +
-                              ".resource: must be requests, tokens or usd");
-  }
-  auto algorithm = ReadString(j, "algorithm", std::nullopt, field);
-  if (!algorithm.ok()) return algorithm.status();
-  if (!ParseAlgorithm(*algorithm, &spec.algorithm)) {
-    return Status::BadRequest(
-        field +
-        ".algorithm: must be token_bucket, warmup, sliding_log, "
-        "fixed_window, leaky_bucket, quota or concurrency");
-  }
   const std::set<std::string>* allowed = nullptr;
-  for (const auto& f : kFields)
-    if (f.algorithm == spec.algorithm) allowed = &f.fields;
-  for (const auto& [key, value] : j.items()) {
-    if (!kCommonFields.count(key) && !allowed->count(key)) {
-      return Status::BadRequest(field + "." + key + ": not a field of " +
-                                *algorithm);
-    }
-  }
-  auto shadow = ReadBool(j, "shadow", false, field);
-  if (!shadow.ok()) return shadow.status();
-  spec.shadow = *shadow;
-
-  const bool usd = spec.resource == Resource::kUsd;
-  if (usd && spec.algorithm != Algorithm::kQuota &&
-      spec.algorithm != Algorithm::kSlidingLog &&
-      spec.algorithm != Algorithm::kFixedWindow) {
-    return Status::BadRequest(field +
-                              ".resource: usd limits must be quota, "
-                              "sliding_log or fixed_window");
-  }
-  if (spec.algorithm == Algorithm::kConcurrency &&
-      spec.resource != Resource::kRequests) {
-    return Status::BadRequest(field +
-                              ".resource: concurrency counts requests");
-  }
-
-  if (allowed->count("rate")) {
-    auto rate = ReadInt(j, "rate", 1, kMaxRate, std::nullopt, field);
-    if (!rate.ok()) return rate.status();
-    spec.rate = *rate;
-    auto per = ReadInt(j, "per_ms", 1, kMaxMs, 1000, field);
-    if (!per.ok()) return per.status();
-    spec.per_ms = *per;
-  }
-  if (allowed->count("burst")) {
-    auto burst = ReadInt(j, "burst", 1, kMaxCount, spec.rate, field);
-    if (!burst.ok()) return burst.status();
-    spec.burst = *burst;
-    auto pay_later = ReadBool(j, "pay_later", false, field);
-    if (!pay_later.ok()) return pay_later.status();
-    spec.pay_later = *pay_later;
-  }
-  if (allowed->count("warmup_ms")) {
-    auto warmup = ReadInt(j, "warmup_ms", 1, kMaxMs, std::nullopt, field);
-    if (!warmup.ok()) return warmup.status();
-    spec.warmup_ms = *warmup;
-    auto cold = ReadNumber(j, "cold_factor", 1.0, 1000.0, 3.0, field);
-    if (!cold.ok()) return cold.status();
-    spec.cold_factor = *cold;
-  }
-  if (allowed->count("limit")) {
-    if (usd) {
-      auto limit = ReadNumber(j, "limit", 0.0, kMaxUsd, std::nullopt, field);
-      if (!limit.ok()) return limit.status();
-      spec.limit = UsdToNano(*limit);
-    } else {
-      auto limit = ReadInt(j, "limit", 1, kMaxCount, std::nullopt, field);
-      if (!limit.ok()) return limit.status();
-      spec.limit = *limit;
-    }
-  }
-  if (allowed->count("window_ms")) {
-    auto window = ReadInt(j, "window_ms", 1, kMaxMs, std::nullopt, field);
-    if (!window.ok()) return window.status();
-    spec.window_ms = *window;
-  }
-  if (allowed->count("queue")) {
-    auto queue = ReadInt(j, "queue", 0, 1'000'000, 0, field);
-    if (!queue.ok()) return queue.status();
-    spec.queue = *queue;
-  }
-  if (allowed->count("period")) {
-    auto period = ReadString(j, "period", std::nullopt, field);
-    if (!period.ok()) return period.status();
-    if (!ParsePeriod(*period, &spec.period)) {
-      return Status::BadRequest(
-          field + ".period: must be hour, day, week, month or total");
-    }
+  if (Status s = ParseLimitHead(j, field, &spec, &allowed); !s.ok()) return s;
+  if (Status s = ParseLimitFields(j, field, *allowed, &spec); !s.ok()) {
+    return s;
   }
   return spec;
 }

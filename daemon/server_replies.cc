@@ -1,8 +1,7 @@
 // The server's reply side: replies wait for the batch their answer depends on
 // (the gate), are failed as `unavailable` when it fails, gathered per
 // connection and written after each read or loop turn, and a client that
-// does not read them is dropped at max_output_bytes. Split from server.cc;
-// same class.
+// does not read them is dropped at max_output_bytes.
 #include <string>
 #include <string_view>
 
