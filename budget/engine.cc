@@ -11,10 +11,6 @@ namespace {
 
 constexpr size_t kMaxTaskDepth = SubjectTable::kMaxTaskDepth;
 
-bool IsWildcard(const std::string& scope) {
-  return scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0;
-}
-
 Reason ReasonFor(const LimitSpec& spec, Verdict v) {
   if (v == Verdict::kTooLarge) return Reason::kTooLarge;
   switch (spec.algorithm) {
@@ -187,8 +183,9 @@ Result<AcquireOutcome> Engine::Acquire(const AcquireRequest& request,
 }
 
 // An acquire in four steps: the task and its parent may be used as asked
-// (CheckTask), the request's cost (Estimate), every limit of every subject
-// (CheckLimits), and when all admit, the lease and its charges (Grant).
+// (CheckTask), the request's cost (Estimate, and PriceUnnamed when it names
+// no model), every limit of every subject (CheckLimits), and when all admit,
+// the lease and its charges (Grant).
 Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
                        AcquireOutcome* out) {
   out->granted = false;
@@ -215,6 +212,10 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
       !s.ok()) {
     return s;
   }
+  std::string_view model = req.model;
+  if (model.empty() && req.tokens > 0) {
+    if (Status s = PriceUnnamed(req, now_us, &want, &model); !s.ok()) return s;
+  }
   size_t limit_count = 0;
   if (!CheckLimits(subjects, want, now_us, out, &limit_count)) {
     return Status::Ok();  // refused: out->denial says why
@@ -231,7 +232,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
         " leases are open (max_open_leases); commit or cancel some, or let "
         "them expire");
   }
-  return Grant(req, known, want, limit_count, now_us, out);
+  return Grant(req, model, known, want, limit_count, now_us, out);
 }
 
 // A known task is the request's user's, and keeps its parent; a new one
@@ -277,6 +278,43 @@ Status Engine::Estimate(const AcquireRequest& req, Totals* want) const {
   }
   want->usd_nano = EstimateUsdNano(*price, req.tokens);
   return Status::Ok();
+}
+
+// An acquire of tokens that names no model, under a usd limit of one of its
+// subjects (scratch_subjects_): priced as the unnamed model (prices["*"]) when that
+// has a price, else refused, so that leaving the model out never turns a cost
+// cap off. `model` becomes "*" when priced so: its lease settles at that
+// price too. A shadow usd limit alone refuses nothing (it sees no spend
+// without a price).
+Status Engine::PriceUnnamed(const AcquireRequest& req, int64_t now_us,
+                            Totals* want, std::string_view* model) {
+  const std::string* capped_scope = nullptr;
+  const LimitSpec* cap = nullptr;
+  bool any_usd = false;
+  for (const Resident& r : scratch_subjects_) {
+    Subject& subject = *r.subject;
+    if (subject.limits_gen != limits_gen_) Resolve(*r.scope, subject, now_us);
+    if (subject.policy == nullptr) continue;
+    for (const LimitSpec& spec : subject.policy->limits) {
+      if (spec.resource != Resource::kUsd) continue;
+      any_usd = true;
+      if (cap == nullptr && !spec.shadow) {
+        capped_scope = r.scope;
+        cap = &spec;
+      }
+    }
+  }
+  if (!any_usd) return Status::Ok();
+  if (const Price* unnamed = GetPrice(kUnnamedModel)) {
+    want->usd_nano = EstimateUsdNano(*unnamed, req.tokens);
+    *model = kUnnamedModel;
+    return Status::Ok();
+  }
+  if (cap == nullptr) return Status::Ok();
+  return Status::BadRequest("model: the usd limit " + cap->name + " of " +
+                            *capped_scope +
+                            " needs a model to price this call; name one, "
+                            "or set a price for \"*\" (an unnamed model)");
 }
 
 // Checks every limit of every subject in place (the subject's policy and its
@@ -337,16 +375,16 @@ bool Engine::CheckLimits(const std::vector<Resident>& subjects,
 // reserves `want` on each subject (scratch_subjects_, UseRequestSubjects'
 // order: global, user, task, the ancestors from the parent up, the
 // resource last); a new task gets its record.
-Status Engine::Grant(const AcquireRequest& req, Resident known,
-                     const Totals& want, size_t limit_count, int64_t now_us,
-                     AcquireOutcome* out) {
+Status Engine::Grant(const AcquireRequest& req, std::string_view model,
+                     Resident known, const Totals& want, size_t limit_count,
+                     int64_t now_us, AcquireOutcome* out) {
   const std::vector<Resident>& subjects = scratch_subjects_;
   const bool new_task = known.subject == nullptr;
   // A recycled lease object: every field is assigned, reusing its strings.
   Lease& lease = leases_.Open(sat::SatAdd(now_us, lease_ttl_us_));
   // The user, task, parent and resource are read from the keys of its
   // scopes; its text keeps the model and the fingerprint.
-  lease.SetText({"", "", "", "", "", req.model, req.fingerprint});
+  lease.SetText({"", "", "", "", "", model, req.fingerprint});
   const bool has_parent =
       !(new_task ? req.parent : known.subject->task.parent).empty();
   lease.KeyFields(1, 2, has_parent ? 3 : Lease::kInText,
@@ -403,97 +441,6 @@ Status Engine::Grant(const AcquireRequest& req, Resident known,
   out->usd_nano = want.usd_nano;
   leases_.IdOf(lease, &out->lease);
   return Status::Ok();
-}
-
-std::vector<std::string> Engine::StatusScopes(const std::string& scope) const {
-  std::vector<std::string> scopes{"global"};
-  if (scope.rfind("task:", 0) == 0) {
-    if (const TaskInfo* task = subjects_.FindTask(std::string_view(scope).substr(5))) {
-      scopes.push_back("user:" + task->user);
-      scopes.push_back(scope);
-      const std::string* parent = &task->parent;
-      for (size_t depth = 0; !parent->empty() && depth < kMaxTaskDepth;
-           ++depth) {
-        scopes.push_back("task:" + *parent);
-        const TaskInfo* p = subjects_.FindTask(*parent);
-        if (p == nullptr) break;
-        parent = &p->parent;
-      }
-    } else {
-      scopes.push_back(scope);
-    }
-  } else if (scope != "global") {
-    scopes.push_back(scope);
-  }
-  return scopes;
-}
-
-StatusReport Engine::Report(const std::string& scope, int64_t now_us) {
-  StatusReport report;
-  report.scope = scope;
-  std::vector<std::string> scopes = StatusScopes(scope);
-  std::vector<Applied> applied;
-  CollectLimits(scopes, now_us, &applied);
-  for (const Applied& a : applied) {
-    LimitUsage usage;
-    if (a.limiter != nullptr) {
-      usage = a.limiter->Usage(now_us);
-    } else {
-      usage = MakeLimiter(*a.spec, now_us)->Usage(now_us);  // never used yet
-    }
-    report.limits.push_back(LimitStatus{*a.scope, *a.spec, usage});
-  }
-  if (const auto* e = subjects_.find(scope)) {
-    report.spend = e->second.spend;
-    report.reserved = e->second.reserved;
-  }
-  return report;
-}
-
-void Engine::Reset(const std::string& scope, int64_t now_us) {
-  ++mutations_;
-  const bool wildcard = IsWildcard(scope);
-  // A `*` scope resets every subject of its kind in memory (and, through
-  // the dirty log, those stored).
-  const std::string_view kind =
-      std::string_view(scope).substr(0, scope.size() - 1);
-  auto covers = [&](const std::string& name) {
-    return wildcard ? name.starts_with(kind) : name == scope;
-  };
-  // Counters and spend go (reservations stay: their leases are still open).
-  // A reset is a use: the subjects it changes stay in memory until stored.
-  auto reset = [&](Resident r) {
-    Subject& subject = *r.subject;
-    subject.used_us = std::max(subject.used_us, now_us);
-    for (auto& limiter : subject.limiters) limiter->Reset(now_us);
-    if (!subject.limiters.empty()) dirty_.MarkLimiters(r);
-    if (subject.spend.requests != 0 || subject.spend.tokens != 0 ||
-        subject.spend.usd_nano != 0) {
-      subject.spend = Totals{};
-      dirty_.MarkSpend(r);
-    }
-  };
-  if (wildcard) {
-    ++kind_resets_;
-    dirty_.MarkKindReset(scope);
-    for (auto& [name, subject] : subjects_) {
-      if (covers(name)) reset(Resident{&name, &subject});
-    }
-  } else {
-    reset(subjects_.Use("", scope, now_us));
-  }
-  // Open leases still hold what they reserved: re-charge concurrency so the
-  // count of open leases stays true.
-  leases_.ForEachOpen([&](Lease& lease) {
-    for (const LeaseCharge& c : lease.charges) {
-      const std::string& charged = lease.ScopeOf(c);
-      if (!covers(charged)) continue;
-      Limiter* l = FindLimiter(charged, c.limit);
-      if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
-        l->Charge(c.amount, now_us);
-      }
-    }
-  });
 }
 
 }  // namespace brake

@@ -58,7 +58,8 @@ class Engine {
   // --- Decisions and settlements ---
   // Checks every applicable limit and charges all of them, or none. Errors:
   // kForbidden (the task belongs to another user, or the parent does),
-  // kBadRequest (an unknown model, a bad parent), kUnavailable (a subject
+  // kBadRequest (an unknown model, no model under a usd limit while the
+  // unnamed model "*" has no price, a bad parent), kUnavailable (a subject
   // may be stored but is not in memory: MissingFor; or max_open_leases). A
   // refusal is not an error; its Denial's views are valid until the engine
   // next changes. `out` is reset first; reusing one keeps its capacity.
@@ -67,7 +68,9 @@ class Engine {
   Result<AcquireOutcome> Acquire(const AcquireRequest& request,
                                  int64_t now_us);
   // Settles a lease with its real usage. A lease settled before answers its
-  // first result with duplicate set. Error: kUnknownLease.
+  // first result with duplicate set. Errors: kUnknownLease; kBadRequest for
+  // tokens of a lease granted without a model under a usd limit while "*"
+  // has no price.
   Result<Settlement> Commit(const CommitRequest& request, int64_t now_us);
   // Releases a lease's reservation as if the call never happened; true when
   // it was settled already (a duplicate). Error: kUnknownLease.
@@ -166,8 +169,11 @@ class Engine {
   Status Estimate(const AcquireRequest& req, Totals* want) const;
   bool CheckLimits(const std::vector<Resident>& subjects, const Totals& want,
                    int64_t now_us, AcquireOutcome* out, size_t* limit_count);
-  Status Grant(const AcquireRequest& req, Resident known, const Totals& want,
-               size_t limit_count, int64_t now_us, AcquireOutcome* out);
+  Status PriceUnnamed(const AcquireRequest& req, int64_t now_us, Totals* want,
+                      std::string_view* model);
+  Status Grant(const AcquireRequest& req, std::string_view model,
+               Resident known, const Totals& want, size_t limit_count,
+               int64_t now_us, AcquireOutcome* out);
 
   const Policy* PolicyFor(const std::string& scope) const;
   void FindDefaults();

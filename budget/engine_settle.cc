@@ -31,6 +31,16 @@ LedgerView LedgerRowOf(const Lease& lease, std::string_view id,
   return row;
 }
 
+// Whether a usd limit that is not a shadow one was charged by `lease` (one
+// whose limiter is unknown, after a restore, counts).
+bool UnderUsdLimit(const Lease& lease) {
+  for (const LeaseCharge& c : lease.charges) {
+    if (c.resource != Resource::kUsd) continue;
+    if (c.limiter == nullptr || !c.limiter->spec().shadow) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // Moves a lease from reserved to settled at `actual` (nullptr: cancelled,
@@ -100,10 +110,23 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   actual.tokens = req.tokens ? *req.tokens
                   : split    ? sat::SatAdd(input, output)
                              : lease.tokens;
-  if (!lease.model().empty()) {
+  // A lease granted without a model settles tokens under a usd limit at the
+  // unnamed model's price, or not at all (as its acquire would have been).
+  std::string_view model = lease.model();
+  if (model.empty() && actual.tokens > 0 && UnderUsdLimit(lease)) {
+    if (GetPrice(kUnnamedModel) == nullptr) {
+      return Status::BadRequest(
+          "model: lease " + req.lease +
+          " was granted without a model under a usd limit, so its tokens "
+          "cannot be priced; commit it with tokens 0, cancel it, or set a "
+          "price for \"*\" (an unnamed model)");
+    }
+    model = kUnnamedModel;
+  }
+  if (!model.empty()) {
     // A split is priced exactly; tokens beyond the split (or all of them,
     // without one) at the dearer rate, as the reservation was.
-    const Price* price = GetPrice(lease.model());
+    const Price* price = GetPrice(model);
     Price p = price ? *price : Price{};
     int64_t split_total = sat::SatAdd(input, output);
     int64_t unsplit = std::max<int64_t>(0, actual.tokens - split_total);
@@ -112,6 +135,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   }
   SettleLease(lease, actual, now_us);
   LedgerView row = LedgerRowOf(lease, req.lease, actual, now_us);
+  row.model = model;
   row.input_tokens = input;
   row.output_tokens = output;
   row.latency_ms = req.latency_ms;

@@ -18,6 +18,10 @@ struct Price {
   int64_t output_nano_per_mtok = 0;
 };
 
+// The model an acquire that names none is priced as, when it has a price:
+// `prices["*"]`. Without one, an acquire under a usd limit must name a model.
+inline constexpr std::string_view kUnnamedModel = "*";
+
 // Prices by model, found by a view too: a commit names its lease's model as
 // a view into the lease, and looking that up must not build a string.
 struct TextHash {

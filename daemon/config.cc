@@ -225,7 +225,7 @@ Status ReadPrices(const json& file, Config* c) {
   if (!it->is_object()) return Status::BadRequest("prices: must be an object");
   for (const auto& [model, value] : it->items()) {
     std::string field = "prices." + model;
-    if (Status s = ValidateName(model, field); !s.ok()) return s;
+    if (Status s = ValidateModel(model, field); !s.ok()) return s;
     if (!value.is_object()) {
       return Status::BadRequest(field + ": must be an object");
     }
@@ -304,7 +304,9 @@ std::string ConfigHelp() {
   out +=
       "policies  (object SCOPE -> {limits, breaker}, reloadable)\n"
       "prices    (object MODEL -> {input_usd_per_mtok, output_usd_per_mtok}, "
-      "reloadable)\n";
+      "reloadable)\n"
+      "    MODEL \"*\" prices a call that names no model; without it such a "
+      "call under a usd limit is refused (bad_request, model)\n";
   return out;
 }
 

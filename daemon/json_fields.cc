@@ -88,6 +88,11 @@ Status ValidateName(std::string_view value, std::string_view field) {
   return Status::Ok();
 }
 
+Status ValidateModel(std::string_view value, std::string_view field) {
+  if (value == kUnnamedModel) return Status::Ok();
+  return ValidateName(value, field);
+}
+
 Status ValidateScope(std::string_view value, std::string_view field) {
   if (value == "global") return Status::Ok();
   size_t colon = value.find(':');

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "budget/pricing.h"
 #include "common/status.h"
 
 namespace brake {
@@ -26,6 +27,9 @@ inline constexpr size_t kMaxStringBytes = 256;
 // Non-empty, at most 128 bytes, no control characters (printable ASCII or
 // UTF-8 beyond ASCII, except the C1 controls U+0080..U+009F).
 Status ValidateName(std::string_view value, std::string_view field);
+// A model in a price table: a name, or "*", the price of an acquire that
+// names no model (kUnnamedModel).
+Status ValidateModel(std::string_view value, std::string_view field);
 // Whether ValidateName accepts `value`, without building a Status (the
 // fast path asks it of every name).
 bool IsValidName(std::string_view value);

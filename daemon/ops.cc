@@ -468,7 +468,7 @@ const std::vector<Dispatcher::Op> kOps = WithScannerKeys({
     {"prices.set",
      true,
      "sets a model's prices in usd per million tokens",
-     {{"model", FieldKind::kName, true},
+     {{"model", FieldKind::kModel, true},
       {"input_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000},
       {"output_usd_per_mtok", FieldKind::kNumber, true, 0, 1'000'000}},
      &OpHandlers::PricesSet},

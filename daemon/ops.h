@@ -20,6 +20,7 @@ namespace brake {
 
 enum class FieldKind {
   kName,    // ValidateName
+  kModel,   // ValidateModel: a name, or "*"
   kScope,   // ValidateScope
   kString,  // any string up to 256 bytes
   kInt,     // integer in [min, max]

@@ -30,6 +30,9 @@ Status Check(const FieldSpec& f, const FieldValue& v) {
     case FieldKind::kName:
       if (v.kind != Kind::kString) return Bad(f, "must be a string");
       return ValidateName(v.text, f.name);
+    case FieldKind::kModel:
+      if (v.kind != Kind::kString) return Bad(f, "must be a string");
+      return ValidateModel(v.text, f.name);
     case FieldKind::kScope:
       if (v.kind != Kind::kString) return Bad(f, "must be a string");
       return ValidateScope(v.text, f.name);

@@ -98,9 +98,32 @@ TEST_CASE("engine: prices, estimates and cost caps", "[engine]") {
     CHECK(r.status().code() == ErrorCode::kBadRequest);
     CHECK(r.status().message().rfind("model:", 0) == 0);
   }
-  SECTION("without a model nothing is reserved in usd") {
-    std::string l2 = Grant(e, Req("alice", "t1", 1000), kT0);
-    CHECK(Commit(e, l2, 1000, kT0).charged_usd_nano == 0);
+  SECTION("without a model, tokens under a usd limit need a price for *") {
+    auto refused = e.Acquire(Req("alice", "t1", 1000), kT0);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == ErrorCode::kBadRequest);
+    CHECK(refused.status().message().rfind("model:", 0) == 0);
+    CHECK(refused.status().message().find("user:alice") != std::string::npos);
+    CHECK(e.open_leases() == 1);  // only the lease opened above
+    e.SetPrice("*", price);  // the unnamed model: priced like "m"
+    std::string l2 = Grant(e, Req("alice", "t1", 250), kT0);
+    CHECK(e.FindLease(l2)->model() == "*");
+    CHECK(e.Report("user:alice", kT0).reserved.usd_nano == 8'000'000 + 1'000'000);
+    CHECK(Commit(e, l2, 250, kT0).charged_usd_nano == 1'000'000);
+  }
+  SECTION("no tokens need no model; a commit of tokens then does") {
+    std::string tool = Grant(e, Req("alice", "t1", 0), kT0);
+    CommitRequest commit;
+    commit.lease = tool;
+    commit.tokens = 500;
+    auto refused = e.Commit(commit, kT0);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == ErrorCode::kBadRequest);
+    CHECK(e.FindLease(tool) != nullptr);  // still open: nothing applied
+    CHECK(Commit(e, tool, 0, kT0).charged_usd_nano == 0);
+    e.SetPrice("*", price);
+    std::string priced = Grant(e, Req("alice", "t2", 0), kT0);
+    CHECK(Commit(e, priced, 500, kT0).charged_usd_nano == 2'000'000);
   }
   SECTION("a model named past a short string is priced at commit too") {
     // Looked up by a view into the lease: the name is longer than a

@@ -184,6 +184,7 @@ void CheckSameReport(Engine& a, Engine& b, const std::string& scope,
 TEST_CASE("engine: Drain then restore gives the same decisions", "[engine]") {
   Engine a("A", kTtlUs);
   a.SetPrice("m", Price{kNanoUsdPerUsd, 3 * kNanoUsdPerUsd});
+  a.SetPrice("*", Price{0, 0});  // calls naming no model, under the usd cap
   a.SetPolicy("global", MakePolicy({BucketSpec("rps", 100, 1000, 100)}));
   a.SetPolicy("user:*",
               MakePolicy({QuotaSpec("usd", Resource::kUsd, 50'000'000),

@@ -97,7 +97,10 @@ class RecipesTest(DaemonCase):
         r = self.denied("too_large", user="carol", task="t-4", model="gpt-4o",
                         tokens=600000)
         self.assertIsNone(r["retry_after_ms"])
-        self.granted(user="alice", task="t-5", tokens=10**6)
+        r = self.c.call("acquire", user="alice", task="t-5", tokens=10**6)
+        self.assertEqual(r["error"]["code"], "bad_request", r)
+        self.assertTrue(r["error"]["message"].startswith("model: "), r)
+        self.assertIn("user:alice", r["error"]["message"])
         r = self.c.call("acquire", user="alice", task="t-6", model="unpriced",
                         tokens=1)
         self.assertEqual(r["error"]["code"], "bad_request", r)

@@ -22,6 +22,9 @@ TEST_CASE(
     Client c = d.daemon.Connect();
     SetPrice(c, "m", 3.0, 15.0);
     SetPrice(c, "n", 0.25, 1.25);
+    // A call that names no model is priced as "*" under a usd cap (free
+    // here): its lease keeps that price across the restart.
+    SetPrice(c, "*", 0, 0);
     SetUsdCap(c, "user:alice", 1.0);
     std::string settled =
         AcquireLease(c, "alice", "root", {{"model", "m"}, {"tokens", 2'000}});
