@@ -336,6 +336,8 @@ class Lease:
         self.started = time.monotonic()
         self.settled: Optional[str] = None
         self.result: Optional[Dict[str, Any]] = None
+        # What report() was told, for the commit of a block that raises.
+        self.reported: Dict[str, int] = {}
 
     def __repr__(self) -> str:
         if self.fail_open:
@@ -376,6 +378,18 @@ class Lease:
         self.result = reply
         return reply
 
+    def report(self, tokens: Optional[int] = None,
+               input_tokens: Optional[int] = None,
+               output_tokens: Optional[int] = None) -> None:
+        """Notes the usage known so far, without settling: if the ``with``
+        block then raises, the lease is committed with these figures
+        (``outcome: "error"``) instead of the reserved estimate. Later calls
+        replace the figures they name."""
+        for key, value in (("tokens", tokens), ("input_tokens", input_tokens),
+                           ("output_tokens", output_tokens)):
+            if value is not None:
+                self.reported[key] = value
+
     def cancel(self) -> Dict[str, Any]:
         """Releases the reservation as if the call never happened."""
         if self.fail_open:
@@ -408,8 +422,10 @@ class Lease:
         if exc_type is None:
             self.cancel()
             return False
+        # The call may have spent before it failed: settled with what was
+        # reported, else at the reservation (a failed call is not free).
         try:
-            self.commit(outcome="error")
+            self.commit(outcome="error", **self.reported)
         except Error as e:  # never hide the block's own exception
             log.warning("brake: could not commit lease %s after %s: %s",
                         self.id, exc_type.__name__, e)

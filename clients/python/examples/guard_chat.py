@@ -68,7 +68,9 @@ def main():
     ap.add_argument("--task", default="chat-demo")
     ap.add_argument("--priced", action="store_true",
                     help="tell brake the model, so usd caps apply (the model "
-                         "needs a price: brakectl prices set)")
+                         "needs a price: brakectl prices set); under a usd "
+                         "cap a call that names no model is refused unless "
+                         "the model * has a price")
     ap.add_argument("--wait-ms", type=int, default=5000,
                     help="let brake queue the call this long when a rate "
                          "limit is hit")

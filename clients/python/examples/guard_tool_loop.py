@@ -13,8 +13,13 @@ cause ``loop``, and the loop stops.
 
     python3 guard_tool_loop.py [--socket PATH] [--user NAME]
 
-The script sets that policy itself (needs the daemon's admin uid, which the
-daemon's own uid always is) and puts the previous ``task:*`` policy back at
+The script sets the policies it needs on scopes of its own (needs the
+daemon's admin uid, which the daemon's own uid always is), so that it runs on
+a fresh daemon, after the README's Quick start or after the cookbook: the
+loop breaker on its task (``task:tool-loop-...``, made up for the run) rather
+than on ``task:*``, and, when the user has no policy of their own, a generous
+rate on ``user:NAME`` so that ``user:*``'s rate limits (2 a second in the
+Quick start) do not stop the demo before the loop does. It deletes both at
 the end.
 """
 
@@ -28,6 +33,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import brake  # noqa: E402
 
 LOOP_BREAKER = {"loop": {"repeats": 3, "window_ms": 60000}}
+USER_RATE = {"name": "demo-rate", "resource": "requests",
+             "algorithm": "token_bucket", "rate": 100, "per_ms": 1000,
+             "burst": 100}
 
 
 def stuck_model(step, last_result):
@@ -53,13 +61,13 @@ def main():
     args = ap.parse_args()
 
     client = brake.Client(args.socket)
-    previous = client.policy_get("task:*")["policy"]
-    policy = {"breaker": LOOP_BREAKER}
-    if previous and previous.get("limits"):
-        policy["limits"] = previous["limits"]
-    client.policy_set("task:*", **policy)
+    task = "tool-loop-" + uuid.uuid4().hex[:8]
+    own = ["task:" + task]
+    client.policy_set("task:" + task, breaker=LOOP_BREAKER)
+    if client.policy_get("user:" + args.user)["policy"] is None:
+        own.append("user:" + args.user)
+        client.policy_set("user:" + args.user, limits=[USER_RATE])
     try:
-        task = "tool-loop-" + uuid.uuid4().hex[:8]
         result = None
         for step in range(args.max_steps):
             tool, arguments = stuck_model(step, result)
@@ -81,11 +89,8 @@ def main():
         print("never stopped: is the loop breaker set?")
         return 1
     finally:
-        if previous is None:
-            client.policy_delete("task:*")
-        else:
-            client.policy_set("task:*", limits=previous.get("limits"),
-                              breaker=previous.get("breaker"))
+        for scope in own:
+            client.policy_delete(scope)
 
 
 if __name__ == "__main__":

@@ -206,6 +206,17 @@ class LiveClientCases:
             self.client.acquire(user, task)
         self.assertEqual(cm.exception.cause, "errors")
 
+    def test_context_manager_commits_reported_usage_on_exception(self) -> None:
+        user = name("u")
+        with self.assertRaises(ValueError):
+            with self.client.acquire(user, name("t"), tokens=400) as lease:
+                lease.report(input_tokens=30, output_tokens=5)
+                lease.report(output_tokens=7)  # replaces output_tokens only
+                raise ValueError("the stream was cut off")
+        self.assertEqual(lease.settled, "committed")
+        self.assertEqual(lease.result["charged_tokens"], 37)
+        self.assertEqual(self.client.status(user=user)["spend"]["tokens"], 37)
+
     def test_context_manager_keeps_exception_when_daemon_gone(self) -> None:
         d = Daemon(tempfile.mkdtemp(dir=harness.tmp)).start()
         try:
@@ -490,3 +501,17 @@ class LiveClientCases:
         out = self.run_example("guard_tool_loop.py", "--user", name("u"))
         self.assertIn("loop", out)
         self.assertEqual(self.client.policy_get("task:*")["policy"], before)
+
+    def test_example_guard_tool_loop_after_the_quick_start(self) -> None:
+        # The README's Quick start leaves every user 2 requests a second.
+        self.assertIsNone(self.client.policy_get("user:*")["policy"])
+        self.client.policy_set("user:*", limits=[
+            {"name": "rps", "resource": "requests", "algorithm": "token_bucket",
+             "rate": 2, "per_ms": 1000, "burst": 2}])
+        try:
+            user = name("u")
+            out = self.run_example("guard_tool_loop.py", "--user", user)
+            self.assertIn("stopped: the agent was stuck in a loop", out)
+            self.assertIsNone(self.client.policy_get("user:" + user)["policy"])
+        finally:
+            self.client.policy_delete("user:*")
