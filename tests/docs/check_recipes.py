@@ -192,6 +192,33 @@ class RecipesTest(DaemonCase):
         self.assertEqual(r["limit"], "rpm")
         self.granted(user="bob", task="t-2")
 
+    def test_7_retry_storm(self):
+        self.set_policy("storm")
+        ok(self, self.c.call("prices.set", model="gpt-4o",
+                             input_usd_per_mtok=2.5, output_usd_per_mtok=10))
+        who = dict(user="alice", task="t-9", resource="anthropic",
+                   model="gpt-4o", tokens=500)
+        for _ in range(4):
+            lease = self.granted(**who)["lease"]
+            ok(self, self.c.call("commit", lease=lease, tokens=0,
+                                 outcome="error"))
+        r = self.denied("breaker_open", **who)
+        self.assertEqual((r["scope"], r["limit"], r["cause"]),
+                         ("resource:anthropic", "breaker", "errors"))
+        self.assertTrue(29000 < r["retry_after_ms"] <= 30000, r)
+        self.matches_doc("storm", r)
+        # Another user's call to the provider is stopped too; another
+        # provider is not.
+        self.denied("breaker_open", **dict(who, user="bob", task="t-1"))
+        self.granted(**dict(who, resource="openai"))
+        ok(self, self.c.call("breaker.reset", scope="resource:anthropic"))
+        lease = self.granted(**dict(who, task="t-10"))["lease"]
+        ok(self, self.c.call("commit", lease=lease, tokens=0,
+                             outcome="throttled", retry_after_ms=20000))
+        r = self.denied("breaker_open", **dict(who, task="t-11"))
+        self.assertEqual(r["cause"], "throttled")
+        self.assertTrue(19000 < r["retry_after_ms"] <= 20000, r)
+
     def run_sh_blocks(self, doc, blocks_to_run, at_least):
         """Runs each ```sh block of `blocks_to_run` as pasted, in order, in
         one bash each, against this test's braked: every brakectl command in
