@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/json_error.h"
 #include "ctl/render.h"
 #include "ctl/top.h"
 
@@ -50,7 +51,8 @@ Status BuildCommit(const ParsedArgs& args, const BuildContext&, json*) {
 Result<json> ParseJsonArg(std::string_view name, const std::string& text) {
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
-    return UsageError(std::string(name) + ": is not valid JSON");
+    return UsageError(std::string(name) + ": is not valid JSON" +
+                      WhereJsonFails<json>(text));
   }
   return value;
 }
@@ -100,7 +102,8 @@ Status BuildPolicySet(const ParsedArgs& args, const BuildContext& context,
     if (!text.ok()) return text.status();
     json policy = json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (policy.is_discarded()) {
-      return UsageError("--file: " + path + " is not valid JSON");
+      return UsageError("--file: " + path + " is not valid JSON" +
+                        WhereJsonFails<json>(*text));
     }
     if (Status s = MergePolicy("--file", policy, request); !s.ok()) return s;
   }

@@ -105,9 +105,12 @@ void RenderAcquire(const json&, const json& reply, std::ostream& out) {
     table.AddRow({"denied", FormatField(reply, "reason")});
     table.AddRow({"scope", FormatField(reply, "scope")});
     table.AddRow({"limit", FormatField(reply, "limit")});
+    // As status prints durations (23h18m); --json keeps the milliseconds.
     const json& retry = Member(reply, "retry_after_ms");
-    table.AddRow(
-        {"retry_after_ms", retry.is_null() ? "never" : FormatValue(retry)});
+    table.AddRow({"retry_after", retry.is_null()
+                                     ? "never"
+                                     : FormatDurationField(reply,
+                                                           "retry_after_ms")});
     if (reply.contains("cause"))
       table.AddRow({"cause", FormatField(reply, "cause")});
   }

@@ -282,16 +282,16 @@ std::vector<std::string> RenderFrame(const TopFrame& f,
                          {"tasks", FormatCount(f.tasks)}}));
   if (f.spend_tokens.per_s || f.spend_usd.per_s) {
     lines.push_back(Pairs(
-        {{"spend", f.spend_tokens.per_s
-                       ? FormatRate(f.spend_tokens.per_s) + " tokens/s"
-                       : "-"},
+        {{"settled", f.spend_tokens.per_s
+                         ? FormatRate(f.spend_tokens.per_s) + " tokens/s"
+                         : "-"},
          {"", f.spend_usd.per_s ? FormatDecimal(*f.spend_usd.per_s) + " usd/s"
                                 : "-"}}));
   } else if (f.spend_tokens.total || f.spend_usd.total) {
     lines.push_back(Pairs(
-        {{"spent", f.spend_tokens.total
-                       ? FormatCount(f.spend_tokens.total) + " tokens"
-                       : "-"},
+        {{"settled", f.spend_tokens.total
+                         ? FormatCount(f.spend_tokens.total) + " tokens"
+                         : "-"},
          {"", f.spend_usd.total ? FormatDecimal(*f.spend_usd.total) + " usd"
                                 : "-"}}));
   }

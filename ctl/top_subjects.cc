@@ -58,7 +58,8 @@ void RenderSubjects(const std::string& title,
                     std::vector<std::string>* lines) {
   if (rows.empty()) return;
   Table table(
-      {title, "GRANTS/S", "DENIALS/S", "GRANTS", "DENIALS", "TOKENS", "USD"});
+      {title, "GRANTS/S", "DENIALS/S", "GRANTS", "DENIALS", "RESERVED_TOKENS",
+       "RESERVED_USD"});
   for (const RatedSubject& r : rows) {
     table.AddRow({r.row.subject, FormatRate(r.grants_per_s),
                   FormatRate(r.denials_per_s), FormatCount(r.row.grants),

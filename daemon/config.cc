@@ -4,6 +4,7 @@
 #include <functional>
 #include <sstream>
 
+#include "common/json_error.h"
 #include "daemon/json_fields.h"
 #include "daemon/policy_codec.h"
 
@@ -246,7 +247,9 @@ Result<Config> ParseConfig(const std::string& text) {
   json file = json::parse(text, nullptr, /*allow_exceptions=*/false,
                           /*ignore_comments=*/true);
   if (file.is_discarded()) {
-    return Status(ErrorCode::kBadJson, "config: not valid JSON");
+    return Status(ErrorCode::kBadJson,
+                  "config: not valid JSON" +
+                      WhereJsonFails<json>(text, /*ignore_comments=*/true));
   }
   if (!file.is_object()) {
     return Status::BadRequest("config: must be a JSON object");

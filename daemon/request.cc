@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "common/json_error.h"
 #include "daemon/counters.h"
 #include "daemon/json_fields.h"
 
@@ -57,7 +58,8 @@ Status Request::Parse(std::string_view line) {
   body_ = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (body_.is_discarded()) {
     body_ = json();
-    return Status(ErrorCode::kBadJson, "request: not a valid JSON line");
+    return Status(ErrorCode::kBadJson, "request: not a valid JSON line" +
+                                           WhereJsonFails<json>(line));
   }
   if (!body_.is_object()) {
     return Status::BadRequest("request: must be a JSON object");

@@ -102,7 +102,7 @@ TEST_CASE("a denied acquire exits 3, with and without --json", "[ctl]") {
       R"("scope":"user:alice","limit":"daily","retry_after_ms":null})";
   Outcome human = RunCtl(&daemon, {"acquire", "--user", "a", "--task", "t"});
   CHECK(human.code == kExitDenied);
-  CHECK(human.out.rfind("denied          cost_cap\n", 0) == 0);
+  CHECK(human.out.rfind("denied       cost_cap\n", 0) == 0);
   Outcome raw =
       RunCtl(&daemon, {"--json", "acquire", "--user", "a", "--task", "t"});
   CHECK(raw.code == kExitDenied);

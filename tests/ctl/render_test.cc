@@ -54,27 +54,27 @@ TEST_CASE("a denied acquire says why, where and when to retry", "[ctl]") {
   CHECK(Render(RenderAcquire,
                R"({"id":7,"ok":true,"granted":false,"reason":"rate_limited",
                    "scope":"user:alice","limit":"rpm","retry_after_ms":340})") ==
-        "denied          rate_limited\n"
-        "scope           user:alice\n"
-        "limit           rpm\n"
-        "retry_after_ms  340\n");
+        "denied       rate_limited\n"
+        "scope        user:alice\n"
+        "limit        rpm\n"
+        "retry_after  340ms\n");
   CHECK(Render(RenderAcquire,
                R"({"ok":true,"granted":false,"reason":"breaker_open",
                    "scope":"task:t-1","cause":"loop","retry_after_ms":1200})") ==
-        "denied          breaker_open\n"
-        "scope           task:t-1\n"
-        "limit           -\n"
-        "retry_after_ms  1200\n"
-        "cause           loop\n");
+        "denied       breaker_open\n"
+        "scope        task:t-1\n"
+        "limit        -\n"
+        "retry_after  1.2s\n"
+        "cause        loop\n");
   CHECK(Render(RenderAcquire,
                R"({"ok":true,"granted":false,"reason":"too_large",
                    "scope":"global","limit":"tpm","retry_after_ms":null,
                    "shadow":[{"scope":"user:a","limit":"x"}]})") ==
-        "denied          too_large\n"
-        "scope           global\n"
-        "limit           tpm\n"
-        "retry_after_ms  never\n"
-        "shadow          limit=x scope=user:a\n");
+        "denied       too_large\n"
+        "scope        global\n"
+        "limit        tpm\n"
+        "retry_after  never\n"
+        "shadow       limit=x scope=user:a\n");
 }
 
 TEST_CASE("commit shows what was charged", "[ctl]") {

@@ -60,11 +60,14 @@ TEST_CASE("top subjects: rates from the same subject in the previous frame",
   RenderSubjects("BUSIEST USERS", rated, &lines);
   REQUIRE(lines.size() == 5);  // header, 3 rows, a blank line
   CHECK(lines[0] ==
-        "BUSIEST USERS  GRANTS/S  DENIALS/S  GRANTS  DENIALS  TOKENS  USD");
+        "BUSIEST USERS  GRANTS/S  DENIALS/S  GRANTS  DENIALS  RESERVED_TOKENS  "
+        "RESERVED_USD");
   CHECK(lines[1] ==
-        "alice              10.0        2.0      30        6       0    0");
+        "alice              10.0        2.0      30        6                0  "
+        "           0");
   CHECK(lines[2] ==
-        "carol                 -          -       9        0       0    0");
+        "carol                 -          -       9        0                0  "
+        "           0");
   CHECK(lines[4].empty());
   lines.clear();
   RenderSubjects("BUSIEST USERS", {}, &lines);

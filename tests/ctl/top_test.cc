@@ -200,7 +200,7 @@ TEST_CASE("top: a frame shows the rates, gauges and open breakers",
         "\n"
         "requests 150/s  commits 100/s  cancels 0/s  errors 0/s\n"
         "leases open 12  waiters 2  connections 4  tasks 3\n"
-        "spend 2000 tokens/s  0.5 usd/s\n"
+        "settled 2000 tokens/s  0.5 usd/s\n"
         "storage ok  5.0 commits/s  2.000 ms/commit  failures 0\n"
         "\n"
         "OPEN BREAKERS (1)\n"
@@ -214,7 +214,7 @@ TEST_CASE("top: a frame shows the rates, gauges and open breakers",
                                        "12:34:56 UTC  every 1s\n"));
     CHECK_THAT(text, Catch::Contains("granted             -    100\n"));
     CHECK_THAT(text, Catch::Contains("rates: from the next frame on\n"));
-    CHECK_THAT(text, Catch::Contains("spent 1000 tokens  0.5 usd\n"));
+    CHECK_THAT(text, Catch::Contains("settled 1000 tokens  0.5 usd\n"));
     CHECK_THAT(text, Catch::Contains("0.500 ms/commit (mean since start)"));
     CHECK_THAT(text, Catch::EndsWith("\nno breakers open\n"));
   }
@@ -295,7 +295,7 @@ TEST_CASE("top draws rates from the second frame on, frames apart",
   CHECK_THAT(frame2, Catch::Contains("granted           400    300\n"));
   CHECK_THAT(frame2, Catch::Contains("  rate_limited   80.0     50\n"));
   CHECK_THAT(frame2, Catch::Contains("requests 100/s  commits 400/s"));
-  CHECK_THAT(frame2, Catch::Contains("spend 8000 tokens/s  2 usd/s\n"));
+  CHECK_THAT(frame2, Catch::Contains("settled 8000 tokens/s  2 usd/s\n"));
   CHECK_THAT(frame2, Catch::Contains("20.0 commits/s  2.000 ms/commit"));
 }
 

@@ -155,6 +155,11 @@ TEST_CASE("config: bad values of other settings", "[config]") {
 
 TEST_CASE("config: file shape", "[config]") {
   CheckRefused("{", "config:", ErrorCode::kBadJson);
+  {  // a trailing comma, named by its byte
+    auto parsed = ParseConfig("{\"lease_ttl_ms\": 1000,}");
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.status().message() == "config: not valid JSON (at byte 23)");
+  }
   CheckRefused("", "config:", ErrorCode::kBadJson);
   CheckRefused(std::string("[]"), "config:");
   CheckRefused(std::string("7"), "config:");

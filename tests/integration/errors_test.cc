@@ -57,9 +57,10 @@ struct BadLine {
 std::vector<BadLine> BadLines() {
   const std::string long_name(129, 'u');
   return {
-      {"not JSON", "{nope", "bad_json", "", nullptr},
-      {"truncated JSON", R"({"op":"ping")", "bad_json", "", nullptr},
-      {"trailing garbage", R"({"op":"ping"} x)", "bad_json", "", nullptr},
+      {"not JSON", "{nope", "bad_json", "(at byte 3)", nullptr},
+      {"truncated JSON", R"({"op":"ping")", "bad_json", "(at byte 13)", nullptr},
+      {"trailing garbage", R"({"op":"ping"} x)", "bad_json", "(at byte 15)",
+       nullptr},
       {"not an object", "[1,2]", "bad_request", "", nullptr},
       {"a bare string", R"("ping")", "bad_request", "", nullptr},
       {"no op", R"({"id":1})", "bad_request", "op", 1},
