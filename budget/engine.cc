@@ -96,6 +96,12 @@ bool Engine::DeletePolicy(const std::string& scope) {
 
 void Engine::FindDefaults() {
   BumpLimitsGen();  // policies changed: subjects resolve theirs again
+  usd_limits_ = 0;
+  for (const auto& [scope, policy] : policies_) {
+    for (const LimitSpec& spec : policy.limits) {
+      if (spec.resource == Resource::kUsd) ++usd_limits_;
+    }
+  }
   default_user_ = GetPolicy("user:*");
   default_task_ = GetPolicy("task:*");
   default_resource_ = GetPolicy("resource:*");
@@ -213,7 +219,7 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
     return s;
   }
   std::string_view model = req.model;
-  if (model.empty() && req.tokens > 0) {
+  if (model.empty() && req.tokens > 0 && usd_limits_ > 0) {
     if (Status s = PriceUnnamed(req, now_us, &want, &model); !s.ok()) return s;
   }
   size_t limit_count = 0;
@@ -237,7 +243,11 @@ Status Engine::Acquire(const AcquireRequest& req, int64_t now_us,
 
 // A known task is the request's user's, and keeps its parent; a new one
 // names a parent of the same user, in memory, not itself.
-Status Engine::CheckTask(const AcquireRequest& req, Resident known) const {
+// Acquire's steps are inlined into it: they are its parts, not calls.
+#define BRAKE_STEP [[gnu::always_inline]] inline
+
+BRAKE_STEP Status Engine::CheckTask(const AcquireRequest& req,
+                                    Resident known) const {
   if (known.subject != nullptr) {
     const TaskInfo& task = known.subject->task;
     if (!subjects_.OwnedBy(*known.subject, req.user)) {
@@ -269,7 +279,8 @@ Status Engine::CheckTask(const AcquireRequest& req, Resident known) const {
 
 // What the request reserves: its requests, its tokens, and with a model
 // their cost at the dearer of the model's rates.
-Status Engine::Estimate(const AcquireRequest& req, Totals* want) const {
+BRAKE_STEP Status Engine::Estimate(const AcquireRequest& req,
+                                   Totals* want) const {
   *want = Totals{req.requests, req.tokens, 0};
   if (req.model.empty()) return Status::Ok();
   const Price* price = GetPrice(req.model);
@@ -323,9 +334,10 @@ Status Engine::PriceUnnamed(const AcquireRequest& req, int64_t now_us,
 // out->denial: a request is
 // granted only when every limit admits, so it is the one that frees last;
 // "never" binds hardest. Shadow limits that refuse are only listed.
-bool Engine::CheckLimits(const std::vector<Resident>& subjects,
-                         const Totals& want, int64_t now_us,
-                         AcquireOutcome* out, size_t* limit_count) {
+BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
+                                    const Totals& want, int64_t now_us,
+                                    AcquireOutcome* out,
+                                    size_t* limit_count) {
   const Resident* worst = nullptr;
   const LimitSpec* worst_spec = nullptr;
   Decision worst_decision;

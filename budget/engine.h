@@ -201,6 +201,7 @@ class Engine {
   // of "never resolved".
   uint32_t limits_gen_ = 1;
   std::map<std::string, Policy> policies_;
+  size_t usd_limits_ = 0;  // over all policies: 0, and no call needs a model
   const Policy* default_user_ = nullptr;  // policies_["user:*"], stable
   const Policy* default_task_ = nullptr;
   const Policy* default_resource_ = nullptr;

@@ -101,17 +101,8 @@ const json* Request::Member(FastKey key) const {
   return &*it;
 }
 
-FieldValue Request::Field(const char* name, FastKey key) const {
+FieldValue Request::ParsedField(const char* name) const {
   FieldValue v;
-  if (scanned_) {
-    const FastValue* f = key == FastKey::kUnknown ? nullptr : scan_.Get(key);
-    if (f == nullptr || f->kind == FastValue::Kind::kNull) return v;
-    v.kind = f->kind == FastValue::Kind::kInt ? FieldValue::Kind::kInt
-                                              : FieldValue::Kind::kString;
-    v.number = f->number;
-    v.text = f->text;
-    return v;
-  }
   auto it = body_.find(name);
   if (it == body_.end() || it->is_null()) return v;
   v.json = &*it;

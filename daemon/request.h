@@ -70,7 +70,18 @@ class Request {
   bool plain_id() const { return plain_id_; }
 
   // A field as `spec` names it (FieldSpec::key its FastKey, if any).
-  FieldValue Field(const char* name, FastKey key) const;
+  // Inline for a scanned line: validation asks for each field of its op.
+  FieldValue Field(const char* name, FastKey key) const {
+    if (!scanned_) return ParsedField(name);
+    FieldValue v;
+    const FastValue* f = key == FastKey::kUnknown ? nullptr : scan_.Get(key);
+    if (f == nullptr || f->kind == FastValue::Kind::kNull) return v;
+    v.kind = f->kind == FastValue::Kind::kInt ? FieldValue::Kind::kInt
+                                              : FieldValue::Kind::kString;
+    v.number = f->number;
+    v.text = f->text;
+    return v;
+  }
 
   // Hot fields, once validated: "" or the fallback when absent or null.
   std::string_view Text(FastKey key) const;
@@ -83,6 +94,7 @@ class Request {
   CommitRequest commit;
 
  private:
+  FieldValue ParsedField(const char* name) const;
   void Clear();
   const nlohmann::json* Member(FastKey key) const;
 
