@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 // Records what brakectl sent and answers with a canned line.
-struct FakeDaemon {
+struct OneReplyDaemon {
   std::string reply;                     // the line to return
   std::optional<Status> connect_error;   // fail Connect with this
   std::optional<Status> exchange_error;  // fail Exchange with this
@@ -27,9 +27,9 @@ struct FakeDaemon {
   int64_t timeout_ms = 0;
 };
 
-class FakeTransport : public Transport {
+class OneReplyTransport : public Transport {
  public:
-  explicit FakeTransport(FakeDaemon* daemon) : daemon_(daemon) {}
+  explicit OneReplyTransport(OneReplyDaemon* daemon) : daemon_(daemon) {}
   Result<std::string> Exchange(std::string_view request_line, const json& id,
                                int64_t timeout_ms) override {
     daemon_->request_line = std::string(request_line);
@@ -40,16 +40,16 @@ class FakeTransport : public Transport {
   }
 
  private:
-  FakeDaemon* daemon_;
+  OneReplyDaemon* daemon_;
 };
 
-struct Outcome {
+struct CtlOutcome {
   int code;
   std::string out;
   std::string err;
 };
 
-Outcome RunCtl(FakeDaemon* daemon, std::vector<const char*> args,
+CtlOutcome RunCtl(OneReplyDaemon* daemon, std::vector<const char*> args,
                std::map<std::string, std::string> environment = {},
                const std::string& stdin_text = "") {
   CtlEnv env;
@@ -58,7 +58,7 @@ Outcome RunCtl(FakeDaemon* daemon, std::vector<const char*> args,
     ++daemon->connects;
     daemon->socket_path = path;
     if (daemon->connect_error) return *daemon->connect_error;
-    return std::unique_ptr<Transport>(new FakeTransport(daemon));
+    return std::unique_ptr<Transport>(new OneReplyTransport(daemon));
   };
   env.get_env =
       [environment](const std::string& name) -> std::optional<std::string> {
@@ -77,13 +77,13 @@ Outcome RunCtl(FakeDaemon* daemon, std::vector<const char*> args,
   return {code, out.str(), err.str()};
 }
 
-json Sent(const FakeDaemon& daemon) { return json::parse(daemon.request_line); }
+json Sent(const OneReplyDaemon& daemon) { return json::parse(daemon.request_line); }
 
 TEST_CASE("a granted acquire sends the request and prints the lease", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply =
       R"({"id":1,"ok":true,"granted":true,"lease":"L9","waited_ms":0})";
-  Outcome o = RunCtl(&daemon, {"acquire", "--user", "alice", "--task", "t-42",
+  CtlOutcome o = RunCtl(&daemon, {"acquire", "--user", "alice", "--task", "t-42",
                                "--tokens", "1200"});
   CHECK(o.code == kExitOk);
   CHECK(o.out.rfind("lease L9\n", 0) == 0);
@@ -96,50 +96,50 @@ TEST_CASE("a granted acquire sends the request and prints the lease", "[ctl]") {
 }
 
 TEST_CASE("a denied acquire exits 3, with and without --json", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply =
       R"({"id":1,"ok":true,"granted":false,"reason":"cost_cap",)"
       R"("scope":"user:alice","limit":"daily","retry_after_ms":null})";
-  Outcome human = RunCtl(&daemon, {"acquire", "--user", "a", "--task", "t"});
+  CtlOutcome human = RunCtl(&daemon, {"acquire", "--user", "a", "--task", "t"});
   CHECK(human.code == kExitDenied);
   CHECK(human.out.rfind("denied       cost_cap\n", 0) == 0);
-  Outcome raw =
+  CtlOutcome raw =
       RunCtl(&daemon, {"--json", "acquire", "--user", "a", "--task", "t"});
   CHECK(raw.code == kExitDenied);
   CHECK(raw.out == daemon.reply + "\n");
 }
 
 TEST_CASE("brakectl --json prints the reply byte for byte", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   // Odd spacing, key order and escapes must all survive.
   daemon.reply =
       "{ \"ok\" : true,\"version\":\"0.1.0\" ,\"id\":1, "
       "\"x\":\"\\u00e9\\n\",\"f\":1.50}";
-  Outcome o = RunCtl(&daemon, {"ping", "--json"});
+  CtlOutcome o = RunCtl(&daemon, {"ping", "--json"});
   CHECK(o.code == kExitOk);
   CHECK(o.out == daemon.reply + "\n");
   CHECK(o.err.empty());
 }
 
 TEST_CASE("an ok:false reply exits 1 with the code and message", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply = R"({"id":1,"ok":false,"error":{"code":"forbidden",)"
                  R"("message":"policy.set: admin peers only"}})";
-  Outcome o = RunCtl(&daemon, {"policy", "set", "user:a", "--limits", "[]"});
+  CtlOutcome o = RunCtl(&daemon, {"policy", "set", "user:a", "--limits", "[]"});
   CHECK(o.code == kExitError);
   CHECK(o.out.empty());
   CHECK(o.err == "brakectl: forbidden: policy.set: admin peers only\n");
-  Outcome raw = RunCtl(&daemon, {"--json", "policy", "delete", "user:a"});
+  CtlOutcome raw = RunCtl(&daemon, {"--json", "policy", "delete", "user:a"});
   CHECK(raw.code == kExitError);
   CHECK(raw.out == daemon.reply + "\n");
 }
 
 TEST_CASE("a malformed reply is an error", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   for (const char* reply :
        {"not json", "[1]", R"({"id":1})", R"({"ok":"yes"})"}) {
     daemon.reply = reply;
-    Outcome o = RunCtl(&daemon, {"ping"});
+    CtlOutcome o = RunCtl(&daemon, {"ping"});
     CHECK(o.code == kExitError);
     CHECK_THAT(o.err, Catch::Contains("malformed reply"));
   }
@@ -147,11 +147,11 @@ TEST_CASE("a malformed reply is an error", "[ctl]") {
 
 TEST_CASE("an unreachable daemon exits 1 with the transport's message",
           "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.connect_error = Status(
       ErrorCode::kUnavailable,
       "cannot connect to /x: No such file or directory (is braked running?)");
-  Outcome o = RunCtl(&daemon, {"--socket", "/x", "ping"});
+  CtlOutcome o = RunCtl(&daemon, {"--socket", "/x", "ping"});
   CHECK(o.code == kExitError);
   CHECK(o.err ==
         "brakectl: cannot connect to /x: No such file or directory (is braked "
@@ -165,7 +165,7 @@ TEST_CASE("an unreachable daemon exits 1 with the transport's message",
 }
 
 TEST_CASE("usage errors exit 2 before connecting", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   struct Case {
     std::vector<const char*> args;
     const char* err;
@@ -191,7 +191,7 @@ TEST_CASE("usage errors exit 2 before connecting", "[ctl]") {
     std::string line;
     for (const char* a : c.args) line += std::string(a) + " ";
     INFO(line);
-    Outcome o = RunCtl(&daemon, c.args);
+    CtlOutcome o = RunCtl(&daemon, c.args);
     CHECK(o.code == kExitUsage);
     CHECK(o.out.empty());
     CHECK_THAT(o.err, Catch::Contains(c.err));
@@ -200,8 +200,8 @@ TEST_CASE("usage errors exit 2 before connecting", "[ctl]") {
 }
 
 TEST_CASE("an unreadable policy file exits 1", "[ctl]") {
-  FakeDaemon daemon;
-  Outcome o =
+  OneReplyDaemon daemon;
+  CtlOutcome o =
       RunCtl(&daemon, {"policy", "set", "user:a", "--file", "/no/such"});
   CHECK(o.code == kExitError);
   CHECK(o.err == "brakectl: policy set: cannot read /no/such\n");
@@ -209,9 +209,9 @@ TEST_CASE("an unreadable policy file exits 1", "[ctl]") {
 }
 
 TEST_CASE("brakectl policy set --file - reads standard input", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply = R"({"id":1,"ok":true})";
-  Outcome o = RunCtl(&daemon, {"policy", "set", "task:*", "--file", "-"}, {},
+  CtlOutcome o = RunCtl(&daemon, {"policy", "set", "task:*", "--file", "-"}, {},
                      R"({"limits":[{"name":"inflight"}]})");
   CHECK(o.code == kExitOk);
   CHECK(o.out == "OK\n");
@@ -222,7 +222,7 @@ TEST_CASE("brakectl policy set --file - reads standard input", "[ctl]") {
 
 TEST_CASE("the socket comes from --socket, BRAKE_SOCKET, then the default",
           "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply = R"({"id":1,"ok":true,"version":"1"})";
   std::map<std::string, std::string> env = {{"BRAKE_SOCKET", "/env.sock"},
                                             {"XDG_RUNTIME_DIR", "/run/user/7"}};
@@ -240,7 +240,7 @@ TEST_CASE("the socket comes from --socket, BRAKE_SOCKET, then the default",
 }
 
 TEST_CASE("the reply timeout covers a waiting acquire", "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply =
       R"({"id":1,"ok":true,"granted":true,"lease":"L","waited_ms":9})";
   REQUIRE(RunCtl(&daemon, {"--timeout-ms", "500", "acquire", "--user", "a",
@@ -255,9 +255,9 @@ TEST_CASE("the reply timeout covers a waiting acquire", "[ctl]") {
 
 TEST_CASE("global options work after the command and flag values are kept",
           "[ctl]") {
-  FakeDaemon daemon;
+  OneReplyDaemon daemon;
   daemon.reply = R"({"id":1,"ok":true,"scope":"user:--json","limits":[]})";
-  Outcome o = RunCtl(&daemon, {"status", "--user", "--json"});
+  CtlOutcome o = RunCtl(&daemon, {"status", "--user", "--json"});
   CHECK(o.code == kExitOk);
   CHECK(Sent(daemon)["user"] == "--json");
   CHECK(o.out.rfind("scope user:--json\n", 0) == 0);
@@ -297,9 +297,9 @@ TEST_CASE("every command renders its success reply", "[ctl]") {
   };
   for (const Case& c : cases) {
     INFO(c.args[0]);
-    FakeDaemon daemon;
+    OneReplyDaemon daemon;
     daemon.reply = c.reply;
-    Outcome o = RunCtl(&daemon, c.args);
+    CtlOutcome o = RunCtl(&daemon, c.args);
     CHECK(o.code == kExitOk);
     CHECK(o.out == c.out);
     CHECK(o.err.empty());
@@ -307,8 +307,8 @@ TEST_CASE("every command renders its success reply", "[ctl]") {
 }
 
 TEST_CASE("help comes from the command table", "[ctl]") {
-  FakeDaemon daemon;
-  Outcome o = RunCtl(&daemon, {"help"});
+  OneReplyDaemon daemon;
+  CtlOutcome o = RunCtl(&daemon, {"help"});
   CHECK(o.code == kExitOk);
   for (const char* name :
        {"ping", "status", "acquire", "commit", "cancel", "policy set",

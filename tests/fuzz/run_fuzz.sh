@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs a fuzz campaign on one libFuzzer target and prints its totals.
+# Runs one libFuzzer target for a while and prints its totals.
 #
 #   tests/fuzz/run_fuzz.sh TARGET RUNS [JOBS [SECONDS]]
 #

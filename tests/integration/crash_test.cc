@@ -1,4 +1,4 @@
-// Crash test (issue 6), shortened: connections acquire and commit in a loop
+// Crash test, shortened: connections acquire and commit in a loop
 // while another thread SIGKILLs braked every 0.5-1.5 s and starts it again
 // on the same database. Every client logs what the daemon acknowledged; at
 // the end the daemon is killed once more, restarted, and what it restored

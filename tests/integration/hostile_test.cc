@@ -1,4 +1,4 @@
-// Hostile clients against a real braked (issue 7: "tests for each limit"):
+// Hostile clients against a real braked:
 // a 100 MiB line, 10,000-deep nesting, a thousand connections over
 // max_connections, running out of descriptors, clients that pipeline without
 // ever reading, a thousand slow-loris connections, clients that hang up on

@@ -1,4 +1,4 @@
-// Money over the wire (issue 4), leases across a restart: leases open at
+// Money over the wire, leases across a restart: leases open at
 // kill -9 are committed after it with the ledger agreeing with status, and
 // a lease left open expires at its estimate.
 #include <catch2/catch.hpp>

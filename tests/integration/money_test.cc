@@ -1,4 +1,4 @@
-// Money over the wire (issue 4): usd cost caps under a race of many
+// Money over the wire: usd cost caps under a race of many
 // connections, cap boundaries to the micro- and nano-dollar, task trees,
 // settlement (refund, extra charge, duplicate), open leases across kill -9
 // with the ledger agreeing with status, and lease expiry.

@@ -1,4 +1,4 @@
-// Storage failures (issue 6), regression tests: two daemon bugs that
+// Storage failures, regression tests: two daemon bugs that
 // storage_failure_test.cc's scenarios found, each kept as a case of its own
 // (faults from storage_faults.h).
 #include <sys/resource.h>

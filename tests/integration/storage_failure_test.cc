@@ -1,4 +1,4 @@
-// Storage failures (issue 6): a failed commit is never reported as
+// Storage failures: a failed commit is never reported as
 // committed. While the database cannot be written braked fails closed
 // (acquires answer `unavailable`), reads (`status`, `metrics`) keep
 // answering, and when the disk is back it resumes by itself, without a

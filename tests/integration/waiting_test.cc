@@ -1,4 +1,4 @@
-// Waiting acquires against the real daemon (issue 3): grants spaced by a
+// Waiting acquires against the real daemon: grants spaced by a
 // token bucket, timeouts answered at once when the grant lies beyond
 // wait_ms, waiters dropped with their connection, woken by a release,
 // bounded per scope, served fairly across a user's tasks, never blocking

@@ -1,0 +1,69 @@
+#include "cluster/slice.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/sat_math.h"
+
+namespace brake::cluster {
+
+int64_t SliceToAsk(int64_t remaining, int nodes, double demand_per_s,
+                   int64_t horizon_ms, int64_t min_units) {
+  if (remaining <= 0) return 0;
+  const int64_t share = std::max<int64_t>(1, remaining / (2 * std::max(nodes, 1)));
+  double wanted = demand_per_s * static_cast<double>(horizon_ms) / 1000.0;
+  if (!std::isfinite(wanted) || wanted < 0) wanted = 0;
+  // Clamped before the conversion: a double past int64 is undefined.
+  const int64_t demand =
+      wanted >= static_cast<double>(sat::kMax)
+          ? sat::kMax
+          : static_cast<int64_t>(std::ceil(wanted));
+  return std::min(share, std::max(demand, min_units));
+}
+
+int64_t Slice::available(int64_t now_us) const {
+  if (now_us >= expires_us_) return 0;
+  return std::max<int64_t>(0, held_ - used_);
+}
+
+bool Slice::Take(int64_t units, int64_t now_us) {
+  if (units < 0 || units > available(now_us)) return false;
+  used_ += units;
+  return true;
+}
+
+void Slice::Settle(int64_t delta) {
+  used_ = std::max<int64_t>(0, sat::SatAdd(used_, delta));
+}
+
+void Slice::Add(const SliceGrant& grant, int64_t now_us) {
+  if (now_us >= expires_us_) {
+    // Redis counted the expired slice as spent whole: nothing of it is held
+    // any more, but what was used of it is still this node's to report.
+    held_ = std::min(held_, used_);
+  }
+  held_ = sat::SatAdd(held_, std::max<int64_t>(0, grant.units));
+  expires_us_ = grant.expires_us;
+}
+
+bool Slice::NeedsRefill(int64_t now_us, int64_t low_water,
+                        int64_t renew_us) const {
+  return available(now_us) < low_water ||
+         sat::SatAdd(now_us, renew_us) >= expires_us_;
+}
+
+int64_t Slice::GiveBack(int64_t keep, int64_t now_us) {
+  const int64_t back = available(now_us) - std::max<int64_t>(0, keep);
+  if (back <= 0) return 0;
+  held_ -= back;
+  return back;
+}
+
+int64_t Slice::ReportSettled(int64_t settled) {
+  const int64_t moved = std::clamp<int64_t>(settled, 0, used_);
+  used_ -= moved;
+  held_ = std::max<int64_t>(0, held_ - moved);
+  return moved;
+}
+
+}  // namespace brake::cluster
