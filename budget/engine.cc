@@ -383,6 +383,8 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
   return false;
 }
 
+#undef BRAKE_STEP
+
 // Opens the lease, charges every limit CheckLimits admitted under, and
 // reserves `want` on each subject (scratch_subjects_, UseRequestSubjects'
 // order: global, user, task, the ancestors from the parent up, the

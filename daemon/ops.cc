@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "daemon/fast_reply.h"
 #include "daemon/json_fields.h"
 #include "daemon/observe_ops.h"
 #include "daemon/policy_codec.h"
@@ -87,33 +86,6 @@ struct OpHandlers {
     return Status::Ok();
   }
 
-  // The hot ops' answers, written by fast_reply.h; through nlohmann only
-  // when the writer cannot spell them (an integer id beyond int64_t, or a
-  // string it would have to repair).
-  static void WriteAcquire(OpContext& ctx, const AcquireOutcome& outcome) {
-    const Request& r = ctx.request;
-    if (r.plain_id() && AppendAcquireLine(r.id(), outcome, ctx.out)) return;
-    json reply = json::object();
-    FillAcquireReply(outcome, 0, &reply);
-    ctx.out->append(OkLine(r.IdJson(), std::move(reply)));
-  }
-  static void WriteCommit(OpContext& ctx, const Settlement& s) {
-    const Request& r = ctx.request;
-    if (r.plain_id() && AppendCommitLine(r.id(), s, ctx.out)) return;
-    json reply = json::object();
-    reply["charged_tokens"] = s.charged_tokens;
-    reply["charged_usd"] = NanoToUsd(s.charged_usd_nano);
-    if (s.duplicate) reply["duplicate"] = true;
-    ctx.out->append(OkLine(r.IdJson(), std::move(reply)));
-  }
-  static void WriteCancel(OpContext& ctx, bool duplicate) {
-    const Request& r = ctx.request;
-    if (r.plain_id() && AppendCancelLine(r.id(), duplicate, ctx.out)) return;
-    json reply = json::object();
-    if (duplicate) reply["duplicate"] = true;
-    ctx.out->append(OkLine(r.IdJson(), std::move(reply)));
-  }
-
   static Status Acquire(OpContext& ctx) {
     Dispatcher& d = *ctx.dispatcher;
     Request& r = ctx.request;
@@ -160,7 +132,7 @@ struct OpHandlers {
                                       outcome->denial.reason,
                                       outcome->usd_nano});
     if (outcome->granted && storage_down) ++d.counters_.fail_open_grants;
-    WriteAcquire(ctx, *outcome);
+    AppendAcquireReply(r, *outcome, ctx.out);
     ctx.written = true;
     return Status::Ok();
   }
@@ -193,7 +165,7 @@ struct OpHandlers {
         c, r.Int(FastKey::kRetryAfterMs, 0), ctx.now_us);
     if (!s.ok()) return s.status();
     ++ctx.dispatcher->counters_.commits;
-    WriteCommit(ctx, *s);
+    AppendCommitReply(r, *s, ctx.out);
     ctx.written = true;
     return Status::Ok();
   }
@@ -206,7 +178,7 @@ struct OpHandlers {
     auto dup = ctx.dispatcher->decider_.Cancel(lease_id, ctx.now_us);
     if (!dup.ok()) return dup.status();
     ++ctx.dispatcher->counters_.cancels;
-    WriteCancel(ctx, *dup);
+    AppendCancelReply(r, *dup, ctx.out);
     ctx.written = true;
     return Status::Ok();
   }

@@ -1,5 +1,8 @@
 #include "daemon/replies.h"
 
+#include <utility>
+
+#include "daemon/fast_reply.h"
 #include "daemon/json_fields.h"
 
 namespace brake {
@@ -55,6 +58,38 @@ std::string ErrorLineWithId(const json& id, ErrorCode code,
   std::string line = reply.dump(-1, ' ', false, json::error_handler_t::replace);
   line.push_back('\n');
   return line;
+}
+
+void AppendAcquireReply(const Request& request, const AcquireOutcome& outcome,
+                        std::string* out) {
+  if (request.plain_id() && AppendAcquireLine(request.id(), outcome, out)) {
+    return;
+  }
+  json reply = json::object();
+  FillAcquireReply(outcome, 0, &reply);
+  out->append(OkLine(request.IdJson(), std::move(reply)));
+}
+
+void AppendCommitReply(const Request& request, const Settlement& settlement,
+                       std::string* out) {
+  if (request.plain_id() && AppendCommitLine(request.id(), settlement, out)) {
+    return;
+  }
+  json reply = json::object();
+  reply["charged_tokens"] = settlement.charged_tokens;
+  reply["charged_usd"] = NanoToUsd(settlement.charged_usd_nano);
+  if (settlement.duplicate) reply["duplicate"] = true;
+  out->append(OkLine(request.IdJson(), std::move(reply)));
+}
+
+void AppendCancelReply(const Request& request, bool duplicate,
+                       std::string* out) {
+  if (request.plain_id() && AppendCancelLine(request.id(), duplicate, out)) {
+    return;
+  }
+  json reply = json::object();
+  if (duplicate) reply["duplicate"] = true;
+  out->append(OkLine(request.IdJson(), std::move(reply)));
 }
 
 }  // namespace brake

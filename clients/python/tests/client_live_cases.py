@@ -4,7 +4,8 @@ LiveClientCases holds them; test_client.py runs them as ClientTest, so their
 names stay __main__.ClientTest.test_*. It needs unittest.TestCase as the other
 base and client_harness.set_up_module() to have run. Topics: the hot path
 (acquire, commit, cancel, denials, waiting), Lease as a context manager,
-latency, reads and admin ops, threads, restarts and outages, the examples.
+latency, reads and admin ops, threads, restarts and outages (the examples
+are in client_example_cases.py).
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from unittest import mock
 
 import client_harness as harness
-from client_harness import PYROOT, Daemon, name
+from client_harness import Daemon, name
 
 import brake  # found through the sys.path entry client_harness adds
 
@@ -479,39 +478,3 @@ class LiveClientCases:
             os.environ.pop("BRAKE_SOCKET", None)
             self.assertEqual(brake.default_socket_path(),
                              "/tmp/brake-%d/braked.sock" % os.getuid())
-
-    # ---- examples --------------------------------------------------------
-
-    def run_example(self, *args: str) -> str:
-        env = dict(os.environ, BRAKE_SOCKET=harness.daemon.sock)
-        proc = subprocess.run(
-            [sys.executable, os.path.join(PYROOT, "examples", args[0])]
-            + list(args[1:]), env=env, capture_output=True, text=True,
-            timeout=30)
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        return proc.stdout
-
-    def test_example_guard_chat(self) -> None:
-        out = self.run_example("guard_chat.py", "--dry-run", "--user",
-                               name("u"), "--task", name("t"))
-        self.assertIn("charged", out)
-
-    def test_example_guard_tool_loop(self) -> None:
-        before = self.client.policy_get("task:*")["policy"]
-        out = self.run_example("guard_tool_loop.py", "--user", name("u"))
-        self.assertIn("loop", out)
-        self.assertEqual(self.client.policy_get("task:*")["policy"], before)
-
-    def test_example_guard_tool_loop_after_the_quick_start(self) -> None:
-        # The README's Quick start leaves every user 2 requests a second.
-        self.assertIsNone(self.client.policy_get("user:*")["policy"])
-        self.client.policy_set("user:*", limits=[
-            {"name": "rps", "resource": "requests", "algorithm": "token_bucket",
-             "rate": 2, "per_ms": 1000, "burst": 2}])
-        try:
-            user = name("u")
-            out = self.run_example("guard_tool_loop.py", "--user", user)
-            self.assertIn("stopped: the agent was stuck in a loop", out)
-            self.assertIsNone(self.client.policy_get("user:" + user)["policy"])
-        finally:
-            self.client.policy_delete("user:*")

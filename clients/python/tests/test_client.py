@@ -8,9 +8,10 @@ ctest runs it as "python-client" (tests/CMakeLists.txt sets BRAKED and
 PYTHONPATH). Standard library only.
 
 This file is the entry point: it runs ClientTest (its cases live in
-client_live_cases.py), and holds the tests that need no real daemon: RetryTest
-(retry rules against client_harness.FakeServer) and FingerprintTest. Like
-before the split, all of them are skipped when no braked is found.
+client_live_cases.py) and ExampleTest (client_example_cases.py), and holds
+the tests that need no real daemon: RetryTest (retry rules against
+client_harness.FakeServer) and FingerprintTest. All of them are skipped when
+no braked is found.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ if HERE not in sys.path:
 # on sys.path for brake.
 import client_harness as harness  # noqa: E402
 from client_harness import FakeServer  # noqa: E402
+from client_example_cases import ExampleCases  # noqa: E402
 from client_live_cases import LiveClientCases  # noqa: E402
 
 import brake  # noqa: E402
@@ -42,6 +44,10 @@ tearDownModule = harness.tear_down_module
 
 class ClientTest(LiveClientCases, unittest.TestCase):
     """The client against the shared braked; see client_live_cases.py."""
+
+
+class ExampleTest(ExampleCases, unittest.TestCase):
+    """The examples against the shared braked; see client_example_cases.py."""
 
 
 class RetryTest(unittest.TestCase):
