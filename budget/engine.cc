@@ -29,17 +29,18 @@ Reason ReasonFor(const LimitSpec& spec, Verdict v) {
 // Limiter::Check and Charge, called directly (and inlined) for a token
 // bucket, the usual limit. `spec` is the limit `l` was made from: Resolve
 // makes a subject's limiter i one of its policy's limit i's algorithm.
+// `plain`: every limiter is MakeLimiter's (not cluster mode's wrappers).
 Decision CheckLimit(Limiter& l, const LimitSpec& spec, int64_t amount,
-                    int64_t now_us) {
-  if (spec.algorithm == Algorithm::kTokenBucket) {
+                    int64_t now_us, bool plain) {
+  if (plain && spec.algorithm == Algorithm::kTokenBucket) {
     return static_cast<TokenBucket&>(l).Check(amount, now_us);
   }
   return l.Check(amount, now_us);
 }
 
 void ChargeLimit(Limiter& l, const LimitSpec& spec, int64_t amount,
-                 int64_t now_us) {
-  if (spec.algorithm == Algorithm::kTokenBucket) {
+                 int64_t now_us, bool plain) {
+  if (plain && spec.algorithm == Algorithm::kTokenBucket) {
     static_cast<TokenBucket&>(l).Charge(amount, now_us);
   } else {
     l.Charge(amount, now_us);
@@ -47,8 +48,9 @@ void ChargeLimit(Limiter& l, const LimitSpec& spec, int64_t amount,
 }
 
 // Limiter::Remaining, the same way.
-int64_t RemainingOf(Limiter& l, const LimitSpec& spec, int64_t now_us) {
-  if (spec.algorithm == Algorithm::kTokenBucket) {
+int64_t RemainingOf(Limiter& l, const LimitSpec& spec, int64_t now_us,
+                    bool plain) {
+  if (plain && spec.algorithm == Algorithm::kTokenBucket) {
     return static_cast<TokenBucket&>(l).StoredPermits(now_us);
   }
   return l.Remaining(now_us);
@@ -357,7 +359,8 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
     *limit_count += count;
     for (size_t i = 0; i < count; ++i) {
       Decision d = CheckLimit(*limiter[i], spec[i],
-                              AmountFor(spec[i].resource, want), now_us);
+                              AmountFor(spec[i].resource, want), now_us,
+                              !make_limiter_);
       if (d.verdict == Verdict::kAdmit) [[likely]] continue;
       if (spec[i].shadow) {
         out->shadow.push_back(*r.scope + "/" + spec[i].name);
@@ -425,7 +428,7 @@ Status Engine::Grant(const AcquireRequest& req, std::string_view model,
     for (size_t i = 0; i < count; ++i, ++charge) {
       Limiter* limiter = subject.limiters[static_cast<uint32_t>(i)].get();
       int64_t amount = AmountFor(spec[i].resource, want);
-      ChargeLimit(*limiter, spec[i], amount, now_us);
+      ChargeLimit(*limiter, spec[i], amount, now_us, !make_limiter_);
       charge->scope = n;
       charge->limit.assign(spec[i].name);
       charge->resource = spec[i].resource;
@@ -436,7 +439,8 @@ Status Engine::Grant(const AcquireRequest& req, std::string_view model,
           spec[i].resource == Resource::kRequests ? &out->remaining.requests
           : spec[i].resource == Resource::kTokens ? &out->remaining.tokens
                                                   : &out->remaining.usd_nano;
-      int64_t remaining = RemainingOf(*limiter, spec[i], now_us);
+      int64_t remaining =
+          RemainingOf(*limiter, spec[i], now_us, !make_limiter_);
       if (!*slot || remaining < **slot) *slot = remaining;
     }
   }

@@ -148,6 +148,14 @@ class Engine {
     return subjects_.prefetched_decisions();
   }
 
+  // --- Cluster mode ---
+  // Makes the limiter of the limit `spec` of `scope` (default: MakeLimiter):
+  // cluster mode makes the shared ones (cluster/shared_limiter.h). Set
+  // before any limiter exists.
+  using LimiterMaker = std::function<std::unique_ptr<Limiter>(
+      const std::string& scope, SpecRef spec, int64_t now_us)>;
+  void set_limiter_maker(LimiterMaker maker) { make_limiter_ = std::move(maker); }
+
   // --- Persistence ---
   // A lease loaded at startup, after the policies are set and its subjects
   // restored.
@@ -185,6 +193,9 @@ class Engine {
   Limiter* FindLimiter(const std::string& scope, std::string_view name);
   void CollectLimits(const std::vector<std::string>& scopes, int64_t now_us,
                      std::vector<Applied>* out);
+  std::unique_ptr<Limiter> NewLimiter(const std::string& scope,
+                                      const std::shared_ptr<const LimitSpec>& spec,
+                                      int64_t now_us) const;
   void SettleLease(Lease& lease, const Totals& actual, int64_t now_us);
   void ForgetDuplicatesBefore(int64_t now_us);
   void RestoreTask(const TaskRow& row, int64_t now_us);
@@ -209,6 +220,7 @@ class Engine {
   LeaseBook leases_;  // open, and settled ones for duplicate answers
   SubjectTable subjects_;
   DirtyLog dirty_;
+  LimiterMaker make_limiter_;  // empty: MakeLimiter
   std::vector<Resident> scratch_subjects_;  // Acquire's, kept for capacity
 };
 

@@ -25,6 +25,13 @@ Limiter* Engine::FindLimiter(const std::string& scope, std::string_view name) {
   return slot == nullptr ? nullptr : slot->get();
 }
 
+std::unique_ptr<Limiter> Engine::NewLimiter(
+    const std::string& scope, const std::shared_ptr<const LimitSpec>& spec,
+    int64_t now_us) const {
+  if (make_limiter_) return make_limiter_(scope, spec, now_us);
+  return MakeLimiter(spec, now_us);
+}
+
 Limiter* Engine::Instance(Subject& s, const std::string& scope,
                           const Policy& policy, size_t i, int64_t now_us,
                           bool create) {
@@ -32,18 +39,23 @@ Limiter* Engine::Instance(Subject& s, const std::string& scope,
   std::unique_ptr<Limiter>* slot = LimiterSlot(s, spec->name);
   if (slot == nullptr) {
     if (!create) return nullptr;
-    s.limiters.push_back(MakeLimiter(spec, now_us));
+    s.limiters.push_back(NewLimiter(scope, spec, now_us));
     return s.limiters.back().get();
   }
   Limiter* l = slot->get();
   if (l->Shares(spec.get())) return l;
+  // In cluster mode a limit turned local or shadow (or back) changes
+  // which kind of limiter it needs.
+  const bool same_sharing = !make_limiter_ ||
+                            (l->spec().local == spec->local &&
+                             l->spec().shadow == spec->shadow);
   if (l->spec().algorithm == spec->algorithm &&
-      l->spec().resource == spec->resource) {
+      l->spec().resource == spec->resource && same_sharing) {
     l->Reconfigure(spec);
     return l;
   }
   if (!create) return nullptr;
-  *slot = MakeLimiter(spec, now_us);
+  *slot = NewLimiter(scope, spec, now_us);
   BumpLimitsGen();  // subjects' resolved limiters are stale
   // Open leases charged the limiter just replaced, not this one: settling
   // them must neither refund nor release (a concurrency slot) here.

@@ -53,6 +53,8 @@ struct LimitSpec {
   Period period = Period::kDay;
   // evaluated and counted, never denies
   bool shadow = false;
+  // cluster mode: kept per daemon instead of shared by the cluster
+  bool local = false;
 
   bool operator==(const LimitSpec&) const = default;
 };

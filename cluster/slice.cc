@@ -9,8 +9,8 @@ namespace brake::cluster {
 
 int64_t SliceToAsk(int64_t remaining, int nodes, double demand_per_s,
                    int64_t horizon_ms, int64_t min_units) {
-  if (remaining <= 0) return 0;
-  const int64_t share = std::max<int64_t>(1, remaining / (2 * std::max(nodes, 1)));
+  const int64_t share = FairShare(remaining, nodes);
+  if (share == 0) return 0;
   double wanted = demand_per_s * static_cast<double>(horizon_ms) / 1000.0;
   if (!std::isfinite(wanted) || wanted < 0) wanted = 0;
   // Clamped before the conversion: a double past int64 is undefined.
@@ -19,6 +19,11 @@ int64_t SliceToAsk(int64_t remaining, int nodes, double demand_per_s,
           ? sat::kMax
           : static_cast<int64_t>(std::ceil(wanted));
   return std::min(share, std::max(demand, min_units));
+}
+
+int64_t FairShare(int64_t remaining, int nodes) {
+  if (remaining <= 0) return 0;
+  return std::max<int64_t>(1, remaining / (2 * std::max(nodes, 1)));
 }
 
 int64_t Slice::available(int64_t now_us) const {

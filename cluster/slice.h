@@ -31,6 +31,9 @@ struct SliceGrant {
 // still gets a share. 0 when nothing remains. `nodes` below 1 counts as 1.
 int64_t SliceToAsk(int64_t remaining, int nodes, double demand_per_s,
                    int64_t horizon_ms, int64_t min_units);
+// The most one node should ask at once: a 2 * `nodes`-th of `remaining`, at
+// least 1; 0 when nothing remains.
+int64_t FairShare(int64_t remaining, int nodes);
 
 class Slice {
  public:

@@ -1,5 +1,7 @@
 #include "daemon/config.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -203,6 +205,55 @@ const std::vector<Setting>& Settings() {
   return kSettings;
 }
 
+// The `cluster` object: where Redis is, this node's name, the key prefix and
+// what to do while Redis is away.
+Status ReadCluster(const json& file, Config* c) {
+  auto it = file.find("cluster");
+  if (it == file.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return Status::BadRequest("cluster: must be an object");
+  for (const auto& [key, value] : it->items()) {
+    if (key != "redis" && key != "node" && key != "prefix" &&
+        key != "on_unavailable") {
+      return Status::BadRequest("cluster." + key +
+                                ": unknown setting (redis, node, prefix, "
+                                "on_unavailable)");
+    }
+  }
+  cluster::ClusterConfig cc;
+  auto redis = ReadString(*it, "redis", std::nullopt, "cluster");
+  if (!redis.ok()) return redis.status();
+  auto target = cluster::ParseRedisTarget(*redis, "cluster.redis");
+  if (!target.ok()) return target.status();
+  cc.redis = std::move(*target);
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof(host), "node");
+  }
+  auto node = ReadString(*it, "node", std::string(host), "cluster");
+  if (!node.ok()) return node.status();
+  if (Status s = ValidateName(*node, "cluster.node"); !s.ok()) return s;
+  cc.node = *node;
+  auto prefix = ReadString(*it, "prefix", std::string("brake:"), "cluster");
+  if (!prefix.ok()) return prefix.status();
+  if (prefix->empty() || prefix->size() > 64 ||
+      prefix->find_first_of(" \t\r\n|") != std::string::npos) {
+    return Status::BadRequest(
+        "cluster.prefix: must be 1 to 64 bytes without spaces or '|'");
+  }
+  cc.prefix = *prefix;
+  auto mode = ReadString(*it, "on_unavailable", std::string("closed"), "cluster");
+  if (!mode.ok()) return mode.status();
+  if (*mode == "closed") {
+    cc.on_unavailable = cluster::OnUnavailable::kClosed;
+  } else if (*mode == "local") {
+    cc.on_unavailable = cluster::OnUnavailable::kLocal;
+  } else {
+    return Status::BadRequest("cluster.on_unavailable: must be closed or local");
+  }
+  c->cluster = std::move(cc);
+  return Status::Ok();
+}
+
 Status ReadPolicies(const json& file, Config* c) {
   auto it = file.find("policies");
   if (it == file.end()) return Status::Ok();
@@ -215,6 +266,9 @@ Status ReadPolicies(const json& file, Config* c) {
     auto policy = ParsePolicy(value, field);
     if (!policy.ok()) return policy.status();
     if (Status s = CheckPolicyScope(scope, *policy, field); !s.ok()) return s;
+    if (c->cluster) {
+      if (Status s = CheckClusterPolicy(*policy, field); !s.ok()) return s;
+    }
     c->policies[scope] = std::move(*policy);
   }
   return Status::Ok();
@@ -256,13 +310,14 @@ Result<Config> ParseConfig(const std::string& text) {
   }
   Config config;
   for (const auto& [key, value] : file.items()) {
-    bool known = key == "policies" || key == "prices";
+    bool known = key == "policies" || key == "prices" || key == "cluster";
     for (const Setting& s : Settings()) known = known || key == s.name;
     if (!known) return Status::BadRequest(key + ": unknown setting");
   }
   for (const Setting& s : Settings()) {
     if (Status st = s.read(file, &config); !st.ok()) return st;
   }
+  if (Status s = ReadCluster(file, &config); !s.ok()) return s;
   if (Status s = ReadPolicies(file, &config); !s.ok()) return s;
   if (Status s = ReadPrices(file, &config); !s.ok()) return s;
   return config;
@@ -289,6 +344,7 @@ std::vector<std::string> FixedSettingsChanged(const Config& a,
   for (const Setting& s : Settings()) {
     if (!s.reloadable && !s.same(a, b)) changed.push_back(s.name);
   }
+  if (a.cluster != b.cluster) changed.push_back("cluster");
   return changed;
 }
 
@@ -309,7 +365,13 @@ std::string ConfigHelp() {
       "prices    (object MODEL -> {input_usd_per_mtok, output_usd_per_mtok}, "
       "reloadable)\n"
       "    MODEL \"*\" prices a call that names no model; without it such a "
-      "call under a usd limit is refused (bad_request, model)\n";
+      "call under a usd limit is refused (bad_request, model)\n"
+      "cluster   (object {redis, node, prefix, on_unavailable}, restart to "
+      "change)\n"
+      "    share every limit with the daemons of the same prefix through "
+      "Redis: redis unix:/PATH or tcp:HOST:PORT; node defaults to the host "
+      "name, prefix to brake:, on_unavailable to closed (or local); see "
+      "docs/CLUSTER.md\n";
   return out;
 }
 

@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "budget/engine.h"
 #include "budget/pricing.h"
+#include "cluster/cluster_config.h"
 #include "common/status.h"
 
 namespace brake {
@@ -44,6 +46,8 @@ struct Config {
   std::string metrics_listen;
   std::map<std::string, Policy> policies;
   std::map<std::string, Price> prices;
+  // Cluster mode (docs/CLUSTER.md); none: a single node.
+  std::optional<cluster::ClusterConfig> cluster;
 };
 
 // Parses a config file's text. Errors name the setting ("lease_ttl_ms: must

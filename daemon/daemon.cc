@@ -82,6 +82,7 @@ Result<std::unique_ptr<Store>> Daemon::OpenStore() {
   engine_ = std::make_unique<Engine>(RandomPrefix(),
                                      config_.lease_ttl_ms * 1000);
   dispatcher_ = std::make_unique<Dispatcher>(engine_.get(), &config_, &stats_);
+  if (Status s = StartCluster(); !s.ok()) return s;
 
   // A marker file lives while the daemon runs: found at startup, the last
   // run did not stop cleanly, and the database is checked whatever its log
@@ -200,6 +201,7 @@ void Daemon::StartHandles() {
   uv_check_start(&check_, [](uv_check_t* h) {
     Self<Daemon>(h->data)->OnLoopTurn();
   });
+  StartClusterTimer();
 }
 
 void Daemon::MarkRunning() {
@@ -247,6 +249,7 @@ void Daemon::ApplyConfig(const Config& config, const Config* previous) {
 // may have appeared) and, in strict mode, seal the turn's changes into one
 // batch.
 void Daemon::OnLoopTurn() {
+  if (cluster_ && cluster_->urgent()) cluster_->Tick(clock_.NowUs(), false);
   if (engine_->settlements() != settlements_seen_) {
     settlements_seen_ = engine_->settlements();
     waiters_->Poke();
@@ -386,6 +389,7 @@ void Daemon::BeginShutdown(const char* why) {
   server_->StopAccepting();
   dispatcher_->set_waiters(nullptr);
   waiters_->Close(nullptr);  // answers every waiter: braked is stopping
+  StopCluster();  // gives back every slice; held requests are answered
   Seal();
   if (!worker_->busy()) FinishShutdown();
 }
@@ -409,6 +413,10 @@ void Daemon::FinishShutdown() {
             reinterpret_cast<uv_handle_t*>(&flush_),
             reinterpret_cast<uv_handle_t*>(&check_)}) {
         uv_close(h, nullptr);
+      }
+      if (cluster_) {
+        cluster_->Abort();
+        uv_close(reinterpret_cast<uv_handle_t*>(&cluster_timer_), nullptr);
       }
       handles_open_ = false;
     });

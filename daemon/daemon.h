@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "budget/engine.h"
+#include "cluster/gate.h"
 #include "common/status.h"
 #include "daemon/clock.h"
 #include "daemon/config.h"
@@ -53,10 +54,16 @@ class Daemon : public Server::Gate, public DeferredOps {
   void Usage(uint64_t conn, nlohmann::json id, UsageQuery query) override;
   void Load(uint64_t conn, nlohmann::json id, std::vector<std::string> scopes,
             std::string request) override;
+  void Redo(uint64_t conn, std::string request) override;
 
  private:
   // Start's steps.
   Result<std::unique_ptr<Store>> OpenStore();
+  // Cluster mode (daemon_cluster.cc): the link to Redis and the engine's
+  // shared limiters, before anything is restored; its timer; its stop.
+  Status StartCluster();
+  void StartClusterTimer();
+  void StopCluster();
   Status Serve(std::unique_ptr<Store> store);
   void ServeMetrics();
   void StartHandles();
@@ -80,6 +87,8 @@ class Daemon : public Server::Gate, public DeferredOps {
   uv_loop_t loop_;
   Clock clock_;
   Config config_;
+  // Before the engine: its shared limiters hold the cluster's shares.
+  std::unique_ptr<cluster::Gate> cluster_;
   std::unique_ptr<Engine> engine_;
   ServerStats stats_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -96,6 +105,8 @@ class Daemon : public Server::Gate, public DeferredOps {
   uv_timer_t housekeeping_;
   uv_timer_t flush_;
   uv_check_t check_;
+  uv_timer_t cluster_timer_;  // cluster mode only
+  uint64_t cluster_ticks_ = 0;
   bool handles_open_ = false;
 
   // Sealed batches not yet committed, with when they were sealed: in

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "budget/engine.h"
+#include "cluster/gate.h"
 #include "common/status.h"
 #include "daemon/config.h"
 #include "daemon/counters.h"
@@ -49,6 +50,9 @@ class DeferredOps {
   // `request` (the line, again) through Server::Redo.
   virtual void Load(uint64_t conn, nlohmann::json id,
                     std::vector<std::string> scopes, std::string request) = 0;
+  // Handles `request` (the line, again) through Server::Redo: cluster mode
+  // holds a request until Redis answers (cluster::Gate::Hold).
+  virtual void Redo(uint64_t conn, std::string request) = 0;
 };
 
 class Dispatcher {
@@ -93,6 +97,9 @@ class Dispatcher {
   // (now or later) itself; without one they are answered at once.
   void set_waiters(Waiters* waiters) { waiters_ = waiters; }
   void set_deferred(DeferredOps* deferred) { deferred_ops_ = deferred; }
+  // Cluster mode: shared limits, held requests, cluster.status.
+  void set_cluster(cluster::Gate* cluster) { cluster_ = cluster; }
+  const cluster::Gate* cluster() const { return cluster_; }
   // True (once) when the last Handle deferred its answer.
   bool TakeDeferred() {
     bool d = deferred_;
@@ -124,6 +131,7 @@ class Dispatcher {
   ServerStats* stats_;
   Waiters* waiters_ = nullptr;
   DeferredOps* deferred_ops_ = nullptr;
+  cluster::Gate* cluster_ = nullptr;
   bool deferred_ = false;
   bool storage_ok_ = true;
   Counters counters_;  // for metrics

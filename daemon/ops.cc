@@ -81,6 +81,26 @@ struct OpHandlers {
     return true;
   }
 
+  // A refusal because this daemon's slice of a shared limit was short:
+  // held until Redis answers, then handled again. Redis away: unavailable
+  // (fail closed). Held too often already: the refusal is the answer.
+  static Status HoldForCluster(OpContext& ctx) {
+    Dispatcher& d = *ctx.dispatcher;
+    if (!d.cluster_->up()) {
+      return Status::Unavailable(d.cluster_->UnavailableMessage());
+    }
+    if (d.deferred_ops_ == nullptr) return Status::Ok();
+    DeferredOps* ops = d.deferred_ops_;
+    const uint64_t conn = ctx.peer.conn;
+    if (d.cluster_->Hold([ops, conn, line = std::string(ctx.line)]() mutable {
+          ops->Redo(conn, std::move(line));
+        })) {
+      d.deferred_ = true;
+      ctx.parked = true;
+    }
+    return Status::Ok();
+  }
+
   static Status Ping(OpContext& ctx) {
     (*ctx.reply)["version"] = BRAKE_VERSION;
     return Status::Ok();
@@ -124,9 +144,14 @@ struct OpHandlers {
       return Status::Ok();
     }
     AcquireOutcome* outcome = &r.outcome;
+    if (d.cluster_ != nullptr) d.cluster_->TakeShort();  // a waiter's
     if (Status s = d.decider_.Acquire(a, ctx.peer.conn, ctx.now_us, outcome);
         !s.ok()) {
       return s;
+    }
+    if (!outcome->granted && d.cluster_ != nullptr &&
+        d.cluster_->TakeShort()) {
+      if (Status s = HoldForCluster(ctx); !s.ok() || ctx.parked) return s;
     }
     d.CountAcquireLater(AcquireAnswer{&a, outcome->granted,
                                       outcome->denial.reason,
@@ -256,6 +281,9 @@ struct OpHandlers {
     auto policy = ParsePolicy(body, "");
     if (!policy.ok()) return policy.status();
     if (Status s = CheckPolicyScope(scope, *policy, ""); !s.ok()) return s;
+    if (ctx.dispatcher->cluster_ != nullptr) {
+      if (Status s = CheckClusterPolicy(*policy, ""); !s.ok()) return s;
+    }
     json canonical = json::parse(policy->json);
     ctx.dispatcher->decider_.SetPolicy(scope, std::move(*policy));
     (*ctx.reply)["scope"] = scope;
@@ -345,6 +373,18 @@ struct OpHandlers {
   static Status BreakerList(OpContext& ctx) {
     (*ctx.reply)["breakers"] =
         BreakersJson(ctx.dispatcher->decider_.OpenViews(ctx.now_us));
+    return Status::Ok();
+  }
+
+  static Status ClusterStatus(OpContext& ctx) {
+    const cluster::Gate* c = ctx.dispatcher->cluster_;
+    if (c == nullptr) {
+      (*ctx.reply)["mode"] = "single";
+      return Status::Ok();
+    }
+    json status = c->Status(ctx.now_us);
+    (*ctx.reply)["mode"] = "cluster";
+    for (auto& [key, value] : status.items()) (*ctx.reply)[key] = value;
     return Status::Ok();
   }
 
@@ -461,6 +501,9 @@ const std::vector<Dispatcher::Op> kOps = WithScannerKeys({
       {"since_ms", FieldKind::kInt, false, 0, 253402300799999},
       {"by", FieldKind::kEnum, false, 0, 0, "task|model|day|total"}},
      &OpHandlers::Usage},
+    {"cluster.status", true,
+     "cluster mode: this node, its link to Redis, the shares it holds", {},
+     &OpHandlers::ClusterStatus},
     {"metrics", false, "Prometheus text exposition", {},
      &MetricsOp},
     {"top",

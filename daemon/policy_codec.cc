@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <set>
 
+#include "cluster/shared_limiter.h"
 #include "daemon/breaker_codec.h"
 #include "daemon/json_fields.h"
 
@@ -14,7 +15,8 @@ constexpr int64_t kMaxRate = 1'000'000'000;
 constexpr int64_t kMaxMs = 10'000'000'000;  // ~115 days
 constexpr double kMaxUsd = 1e9;
 
-// Which fields each algorithm takes beyond name/resource/algorithm/shadow.
+// Which fields each algorithm takes beyond name/resource/algorithm/shadow/
+// local.
 struct AlgorithmFields {
   Algorithm algorithm;
   std::set<std::string> fields;
@@ -31,7 +33,7 @@ const AlgorithmFields kFields[] = {
 };
 
 const std::set<std::string> kCommonFields{"name", "resource", "algorithm",
-                                          "shadow"};
+                                          "shadow", "local"};
 
 // What every limit has: its name, resource, algorithm and shadow flag;
 // no field its algorithm does not take; a resource its algorithm can count.
@@ -70,6 +72,9 @@ Status ParseLimitHead(const json& j, const std::string& field, LimitSpec* spec,
   auto shadow = ReadBool(j, "shadow", false, field);
   if (!shadow.ok()) return shadow.status();
   spec->shadow = *shadow;
+  auto local = ReadBool(j, "local", false, field);
+  if (!local.ok()) return local.status();
+  spec->local = *local;
 
   if (spec->resource == Resource::kUsd &&
       spec->algorithm != Algorithm::kQuota &&
@@ -207,6 +212,7 @@ json LimitToJson(const LimitSpec& spec) {
       break;
   }
   if (spec.shadow) j["shadow"] = true;
+  if (spec.local) j["local"] = true;
   return j;
 }
 
@@ -274,6 +280,23 @@ Status CheckPolicyScope(const std::string& scope, const Policy& policy,
         (field.empty() ? "" : field + ".") +
         "breaker.loop: only a task's breaker sees fingerprints; set it on "
         "task:* or task:NAME, not on " + scope);
+  }
+  return Status::Ok();
+}
+
+Status CheckClusterPolicy(const Policy& policy, const std::string& field) {
+  for (size_t i = 0; i < policy.limits.size(); ++i) {
+    const LimitSpec& spec = policy.limits[i];
+    if (spec.local || spec.shadow ||
+        cluster::AlgorithmShareable(spec.algorithm)) {
+      continue;
+    }
+    return Status::BadRequest(
+        (field.empty() ? "" : field + ".") + "limits[" + std::to_string(i) +
+        "].algorithm: " + std::string(AlgorithmName(spec.algorithm)) +
+        " is not shared across daemons in cluster mode (quota, "
+        "fixed_window and token_bucket are); mark the limit \"local\": "
+        "true to keep it per daemon");
   }
   return Status::Ok();
 }

@@ -33,6 +33,10 @@ Result<Policy> ParsePolicyText(std::string_view text);
 Status CheckPolicyScope(const std::string& scope, const Policy& policy,
                         const std::string& field);
 
+// Cluster mode: refuses a limit whose algorithm has no shared form unless
+// it is marked local (or shadow).
+Status CheckClusterPolicy(const Policy& policy, const std::string& field);
+
 nlohmann::json LimitToJson(const LimitSpec& spec);
 
 

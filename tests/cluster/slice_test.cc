@@ -6,10 +6,10 @@
 namespace brake::cluster {
 namespace {
 
-constexpr int64_t kT0 = 1'000'000'000;
+constexpr int64_t kSliceT0 = 1'000'000'000;
 constexpr int64_t kTtlUs = 5'000'000;
 
-Slice SliceOf(int64_t units, int64_t now_us = kT0) {
+Slice SliceOf(int64_t units, int64_t now_us = kSliceT0) {
   Slice s;
   s.Add(SliceGrant{units, now_us + kTtlUs}, now_us);
   return s;
@@ -17,38 +17,38 @@ Slice SliceOf(int64_t units, int64_t now_us = kT0) {
 
 TEST_CASE("slice: grants only what it holds, until it expires", "[slice]") {
   Slice s = SliceOf(100);
-  CHECK(s.available(kT0) == 100);
-  CHECK(s.Take(60, kT0));
-  CHECK_FALSE(s.Take(41, kT0));  // all or nothing
-  CHECK(s.available(kT0) == 40);
-  CHECK(s.Take(40, kT0 + 1));
-  CHECK(s.available(kT0 + 1) == 0);
-  CHECK_FALSE(s.Take(1, kT0 + 1));
+  CHECK(s.available(kSliceT0) == 100);
+  CHECK(s.Take(60, kSliceT0));
+  CHECK_FALSE(s.Take(41, kSliceT0));  // all or nothing
+  CHECK(s.available(kSliceT0) == 40);
+  CHECK(s.Take(40, kSliceT0 + 1));
+  CHECK(s.available(kSliceT0 + 1) == 0);
+  CHECK_FALSE(s.Take(1, kSliceT0 + 1));
   Slice t = SliceOf(100);
-  CHECK(t.available(kT0 + kTtlUs - 1) == 100);
-  CHECK(t.available(kT0 + kTtlUs) == 0);  // expired: nothing to grant
-  CHECK_FALSE(t.Take(1, kT0 + kTtlUs));
-  CHECK_FALSE(t.Take(-1, kT0));
+  CHECK(t.available(kSliceT0 + kTtlUs - 1) == 100);
+  CHECK(t.available(kSliceT0 + kTtlUs) == 0);  // expired: nothing to grant
+  CHECK_FALSE(t.Take(1, kSliceT0 + kTtlUs));
+  CHECK_FALSE(t.Take(-1, kSliceT0));
 }
 
 TEST_CASE("slice: settlements refund or run into debt", "[slice]") {
   Slice s = SliceOf(100);
-  REQUIRE(s.Take(50, kT0));
+  REQUIRE(s.Take(50, kSliceT0));
   s.Settle(-20);  // the call used 30 of its 50
-  CHECK(s.available(kT0) == 70);
+  CHECK(s.available(kSliceT0) == 70);
   s.Settle(+90);  // another settled far past its reservation
   CHECK(s.used() == 120);
   CHECK(s.debt() == 20);
-  CHECK(s.available(kT0) == 0);
-  s.Add(SliceGrant{50, kT0 + kTtlUs}, kT0);  // the next lease covers the debt
+  CHECK(s.available(kSliceT0) == 0);
+  s.Add(SliceGrant{50, kSliceT0 + kTtlUs}, kSliceT0);  // the next lease covers the debt
   CHECK(s.debt() == 0);
-  CHECK(s.available(kT0) == 30);
+  CHECK(s.available(kSliceT0) == 30);
 }
 
 TEST_CASE("slice: a grant after expiry starts afresh", "[slice]") {
   Slice s = SliceOf(100);
-  REQUIRE(s.Take(30, kT0));
-  const int64_t later = kT0 + kTtlUs + 1;
+  REQUIRE(s.Take(30, kSliceT0));
+  const int64_t later = kSliceT0 + kTtlUs + 1;
   s.Add(SliceGrant{40, later + kTtlUs}, later);
   // The expired 70 unused units were Redis's again; the 30 in use stay.
   CHECK(s.available(later) == 40);
@@ -60,26 +60,26 @@ TEST_CASE("slice: a grant after expiry starts afresh", "[slice]") {
 
 TEST_CASE("slice: refills before it runs dry or expires", "[slice]") {
   Slice s = SliceOf(100);
-  CHECK_FALSE(s.NeedsRefill(kT0, 10, 1'000'000));
-  REQUIRE(s.Take(91, kT0));
-  CHECK(s.NeedsRefill(kT0, 10, 1'000'000));  // 9 left, under the low water
+  CHECK_FALSE(s.NeedsRefill(kSliceT0, 10, 1'000'000));
+  REQUIRE(s.Take(91, kSliceT0));
+  CHECK(s.NeedsRefill(kSliceT0, 10, 1'000'000));  // 9 left, under the low water
   Slice t = SliceOf(100);
-  CHECK(t.NeedsRefill(kT0 + kTtlUs - 1'000'000, 10, 1'000'000));
+  CHECK(t.NeedsRefill(kSliceT0 + kTtlUs - 1'000'000, 10, 1'000'000));
 }
 
 TEST_CASE("slice: gives back what it does not use, reports what it spent",
           "[slice]") {
   Slice s = SliceOf(100);
-  REQUIRE(s.Take(30, kT0));
-  CHECK(s.GiveBack(20, kT0) == 50);  // keeps 20 for the next calls
+  REQUIRE(s.Take(30, kSliceT0));
+  CHECK(s.GiveBack(20, kSliceT0) == 50);  // keeps 20 for the next calls
   CHECK(s.held() == 50);
-  CHECK(s.available(kT0) == 20);
-  CHECK(s.GiveBack(100, kT0) == 0);
+  CHECK(s.available(kSliceT0) == 20);
+  CHECK(s.GiveBack(100, kSliceT0) == 0);
   CHECK(s.ReportSettled(25) == 25);  // settled spend leaves the slice
   CHECK(s.used() == 5);
   CHECK(s.held() == 25);
   CHECK(s.ReportSettled(10) == 5);  // never more than is used
-  CHECK(s.GiveBack(0, kT0 + kTtlUs) == 0);  // expired: Redis has it back
+  CHECK(s.GiveBack(0, kSliceT0 + kTtlUs) == 0);  // expired: Redis has it back
 }
 
 TEST_CASE("slice: sizes shrink as the limit nears its end", "[slice]") {

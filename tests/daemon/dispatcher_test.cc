@@ -351,6 +351,10 @@ class FakeDeferred : public DeferredOps {
     loads.push_back(std::move(scopes));
     requests.push_back(std::move(request));
   }
+  void Redo(uint64_t, std::string request) override {
+    redone.push_back(std::move(request));
+  }
+  std::vector<std::string> redone;
   std::vector<std::vector<std::string>> loads;
   std::vector<std::string> requests;
   std::vector<uint64_t> conns;

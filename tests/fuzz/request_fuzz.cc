@@ -140,6 +140,9 @@ class FakeDeferred : public brake::DeferredOps {
     FUZZ_CHECK(false, "load of " + std::to_string(scopes.size()) +
                           " subjects with nothing stored");
   }
+  void Redo(uint64_t, std::string) override {
+    FUZZ_CHECK(false, "a request held with no cluster");
+  }
 
   int calls = 0;
   Peer asking;

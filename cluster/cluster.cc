@@ -1,0 +1,183 @@
+#include "cluster/cluster.h"
+
+#include <utility>
+
+#include <hiredis/hiredis.h>
+
+#include "cluster/scripts.h"
+#include "cluster/shared_limiter.h"
+
+namespace brake::cluster {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kCapScript = 0;
+constexpr size_t kBucketScript = 1;
+constexpr int kMaxHolds = 3;  // a request is held at most this often
+// A call unanswered this long means Redis hangs: the link is dropped.
+constexpr int64_t kCallTimeoutUs = 250'000;
+
+std::vector<std::string> Scripts() {
+  return {std::string(kCapLua), std::string(kBucketLua)};
+}
+
+int64_t Element(const redisReply* r, size_t i) {
+  if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
+  return r->element[i]->integer;
+}
+
+}  // namespace
+
+Cluster::Cluster(uv_loop_t* loop, ClusterConfig config,
+                 std::function<int64_t()> now_us, ShareTuning tuning)
+    : config_(std::move(config)),
+      now_us_(std::move(now_us)),
+      shares_(tuning),
+      link_(loop, config_.redis, Scripts(), kCallTimeoutUs) {}
+
+Cluster::~Cluster() = default;
+
+Engine::LimiterMaker Cluster::MakerFor() {
+  return [this](const std::string& scope, SpecRef spec, int64_t now_us) {
+    return MakeClusterLimiter(&shares_, config_.prefix, scope, std::move(spec),
+                              now_us);
+  };
+}
+
+void Cluster::Tick(int64_t now_us, bool scan_all) {
+  link_.Tick(now_us);
+  if (!link_.up()) return;
+  if (!scan_all && !shares_.urgent()) return;
+  shares_.Due(now_us, scan_all, &due_);
+  for (Share* s : due_) Call(s, s->Begin(now_us, shares_.tuning()), now_us);
+}
+
+void Cluster::Call(Share* share, const ShareCall& call, int64_t now_us) {
+  const ShareLimit& l = share->limit();
+  const std::string ttl_ms = std::to_string(shares_.tuning().ttl_us / 1000);
+  std::vector<std::string> args;
+  size_t script;
+  if (share->kind() == ShareKind::kBucket) {
+    script = kBucketScript;
+    args = {config_.node,           std::to_string(l.rate),
+            std::to_string(l.per_ms), std::to_string(l.limit),
+            std::to_string(call.ask), std::to_string(call.debt),
+            std::to_string(call.back), std::to_string(call.held), ttl_ms};
+  } else {
+    script = kCapScript;
+    args = {config_.node,              std::to_string(l.limit),
+            std::to_string(call.ask),  std::to_string(call.debt),
+            std::to_string(call.back), std::to_string(call.held),
+            ttl_ms,                    std::to_string(l.key_ttl_ms)};
+  }
+  if (call.back > 0) ++counters_.give_backs;
+  const bool sent = link_.Eval(
+      script, {share->key()}, args, now_us,
+      [this, key = share->key()](const redisReply* reply) {
+        OnAnswer(key, reply);
+      });
+  if (!sent) share->Fail();
+}
+
+void Cluster::OnAnswer(const std::string& key, const redisReply* reply) {
+  Share* share = shares_.Find(key);
+  const bool ok = reply != nullptr && reply->type == REDIS_REPLY_ARRAY &&
+                  reply->elements >= 3;
+  if (ok) ++counters_.share_calls;
+  else ++counters_.failed_calls;
+  if (share != nullptr && share->in_flight()) {
+    if (ok) {
+      ShareReply r;
+      r.granted = Element(reply, 0);
+      r.remaining = Element(reply, 1);
+      r.other_nodes = Element(reply, 2);
+      r.wait_us = Element(reply, 3);
+      if (r.granted > 0) ++counters_.refills;
+      share->Finish(r, now_us_(), shares_.tuning());
+    } else {
+      share->Fail();
+    }
+  }
+  if (link_.in_flight() == 0) {
+    RedoHeld();
+    if (on_answers_) on_answers_();
+  }
+}
+
+bool Cluster::Hold(std::function<void()> redo) {
+  if (!link_.up() || redo_attempts_ >= kMaxHolds) return false;
+  ++counters_.held_requests;
+  held_.push_back(Held{redo_attempts_ + 1, std::move(redo)});
+  return true;
+}
+
+void Cluster::RedoHeld() {
+  if (held_.empty()) return;
+  std::vector<Held> held;
+  held.swap(held_);
+  for (Held& h : held) {
+    redo_attempts_ = h.attempts;
+    h.redo();
+  }
+  redo_attempts_ = 0;
+}
+
+std::string Cluster::UnavailableMessage() const {
+  return "cluster: the shared store (redis " + config_.redis.text +
+         ") is unreachable (" + link_.last_error() +
+         "); acquires that need it fail closed until it is back";
+}
+
+void Cluster::Close(int64_t now_us) {
+  if (link_.up()) {
+    shares_.ForEachMutable([&](Share& s) {
+      if (!s.in_flight() && (s.available(now_us) > 0 || s.slice().debt() > 0)) {
+        Call(&s, s.Begin(now_us, shares_.tuning(), /*give_all=*/true), now_us);
+      }
+    });
+  }
+  link_.Close(now_us);
+  // Requests still held are answered by the daemon's shutdown.
+  RedoHeld();
+}
+
+double Cluster::down_seconds(int64_t now_us) const {
+  const LinkStats& s = link_.stats();
+  int64_t us = s.down_us_total;
+  if (s.down_since_us != 0) us += now_us - s.down_since_us;
+  return static_cast<double>(us) / 1e6;
+}
+
+json Cluster::Status(int64_t now_us) const {
+  json shares = json::array();
+  shares_.ForEach([&](const Share& s) {
+    shares.push_back({{"key", s.key()},
+                      {"kind", s.kind() == ShareKind::kBucket ? "bucket" : "cap"},
+                      {"held", s.slice().held()},
+                      {"available", s.available(now_us)},
+                      {"expires_in_ms",
+                       std::max<int64_t>(0, s.slice().expires_us() - now_us) / 1000},
+                      {"remaining_seen", s.remaining_seen()},
+                      {"nodes_seen", s.nodes_seen()},
+                      {"demand_per_s", s.demand_per_s(now_us)}});
+  });
+  const LinkStats& ls = link_.stats();
+  return {{"node", config_.node},
+          {"prefix", config_.prefix},
+          {"redis", config_.redis.text},
+          {"link", link_.up() ? "up" : "down"},
+          {"link_error", link_.last_error()},
+          {"on_unavailable",
+           config_.on_unavailable == OnUnavailable::kLocal ? "local" : "closed"},
+          {"down_ms", static_cast<int64_t>(down_seconds(now_us) * 1000)},
+          {"connects", ls.connects},
+          {"share_calls", counters_.share_calls},
+          {"refills", counters_.refills},
+          {"give_backs", counters_.give_backs},
+          {"failed_calls", counters_.failed_calls},
+          {"held_requests", counters_.held_requests},
+          {"shares", std::move(shares)}};
+}
+
+}  // namespace brake::cluster

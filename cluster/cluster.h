@@ -1,0 +1,103 @@
+// Cluster: this daemon's part in cluster mode.
+//
+// Several braked with the same `prefix` share their limits through one
+// Redis (../docs/CLUSTER.md). The Cluster owns the shares this daemon holds
+// (Shares, filled by the engine's SharedLimiters: MakerFor) and the link to
+// Redis, and on each Tick makes the script calls the shares want: leases,
+// renewals, debts, give-backs, many in flight at once. A request that found
+// a slice short is held (Hold) until every call in flight has answered,
+// then handled again; a lost link answers them at once (the daemon then
+// refuses with `unavailable`, or grants from the local share). Decisions
+// never wait on Redis while the slice holds enough. Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include "budget/engine.h"
+#include "cluster/cluster_config.h"
+#include "cluster/gate.h"
+#include "cluster/redis_link.h"
+#include "cluster/shares.h"
+
+namespace brake::cluster {
+
+struct ClusterCounters {
+  uint64_t share_calls = 0;   // script calls answered
+  uint64_t refills = 0;       // answers that granted units
+  uint64_t give_backs = 0;    // calls that gave units back
+  uint64_t failed_calls = 0;  // calls with no answer, or an error
+  uint64_t held_requests = 0; // requests held for a call
+};
+
+class Cluster final : public Gate {
+ public:
+  Cluster(uv_loop_t* loop, ClusterConfig config,
+          std::function<int64_t()> now_us, ShareTuning tuning = {});
+  ~Cluster() override;
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // The engine's limiter maker: shared limiters for shareable limits.
+  Engine::LimiterMaker MakerFor();
+  Shares& shares() { return shares_; }
+  const ClusterConfig& config() const { return config_; }
+
+  // Keeps the link (reconnects, timeouts) and makes the calls due: those
+  // of shares marked short, or with `scan_all` every share's.
+  void Tick(int64_t now_us, bool scan_all) override;
+  bool urgent() const override { return shares_.urgent(); }
+  bool up() const override { return link_.up(); }
+  bool TakeShort() override { return shares_.TakeShort(); }
+  // The error `unavailable` carries while Redis is away.
+  std::string UnavailableMessage() const override;
+
+  // Holds a request whose decision found a slice short: `redo` runs once
+  // every call in flight has answered (or failed). False when it may not
+  // be held (the link is down, or it was held as often as allowed): the
+  // request is answered now.
+  bool Hold(std::function<void()> redo) override;
+  // Runs after each round of answers (capacity may have appeared).
+  void set_on_answers(std::function<void()> f) override {
+    on_answers_ = std::move(f);
+  }
+
+  // Gives back what every share holds, then disconnects.
+  void Close(int64_t now_us) override;
+  void Abort() override { link_.Abort(); }
+
+  // cluster.status: the node, the link, what this daemon holds.
+  nlohmann::json Status(int64_t now_us) const override;
+  const ClusterCounters& counters() const { return counters_; }
+  const LinkStats& link_stats() const { return link_.stats(); }
+  // Seconds without a usable link, to `now_us`.
+  double down_seconds(int64_t now_us) const;
+
+ private:
+  void Call(Share* share, const ShareCall& call, int64_t now_us);
+  void OnAnswer(const std::string& key, const redisReply* reply);
+  void RedoHeld();
+
+  ClusterConfig config_;
+  std::function<int64_t()> now_us_;
+  Shares shares_;
+  std::vector<Share*> due_;  // Tick's, kept for its capacity
+  struct Held {
+    int attempts;
+    std::function<void()> redo;
+  };
+  std::vector<Held> held_;
+  int redo_attempts_ = 0;  // while a held request is handled again
+  std::function<void()> on_answers_;
+  ClusterCounters counters_;
+  // Last: destroyed first, its calls answered while the rest still lives.
+  RedisLink link_;
+};
+
+}  // namespace brake::cluster

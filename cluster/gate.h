@@ -1,0 +1,46 @@
+// Gate: what the daemon needs of cluster mode.
+//
+// Implemented by Cluster (cluster.h), which needs hiredis; the dispatcher
+// sees only this, so braked builds without hiredis (and then refuses a
+// `cluster` config). Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace brake::cluster {
+
+class Gate {
+ public:
+  virtual ~Gate() = default;
+  // Whether a decision since the last call found a shared slice short (the
+  // request should be held for Redis's answer); clears it.
+  virtual bool TakeShort() = 0;
+  // Holds the request: `redo` handles it again once Redis has answered.
+  // False when it may not be held (Redis is away, or it was held as often
+  // as allowed): answer it now.
+  virtual bool Hold(std::function<void()> redo) = 0;
+  virtual bool up() const = 0;
+  // The message of `unavailable` while Redis is away.
+  virtual std::string UnavailableMessage() const = 0;
+  // cluster.status's answer.
+  virtual nlohmann::json Status(int64_t now_us) const = 0;
+
+  // The daemon's timer: keeps the link, makes the calls due (with
+  // `scan_all`, every share's renewals and give-backs too).
+  virtual void Tick(int64_t now_us, bool scan_all) = 0;
+  // Calls due now for requests just found short (each loop turn).
+  virtual bool urgent() const = 0;
+  // Runs after each round of answers (capacity may have appeared).
+  virtual void set_on_answers(std::function<void()> f) = 0;
+  // Stopping: gives back every slice, answers held requests, disconnects
+  // once the give-backs are sent.
+  virtual void Close(int64_t now_us) = 0;
+  // Stopped: drops the connection now, whatever is in flight.
+  virtual void Abort() = 0;
+};
+
+}  // namespace brake::cluster

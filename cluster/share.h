@@ -1,0 +1,137 @@
+// Share: what one daemon holds of one shared limit, and what it asks Redis.
+//
+// A shared cap (quota, fixed window, cost cap) or token bucket lives in
+// Redis (cap.lua, bucket.lua). The daemon decides from its Slice of it and
+// calls a script only to lease more, cover a debt, renew or give back. The
+// Share is that slice plus what decides when to call and how much to ask:
+// the demand it has seen (a decaying sum, units per second), what Redis
+// said is left and how many nodes hold slices, and whether the limit is dry
+// (Redis had nothing to give) so that requests are refused at once rather
+// than asked for again. At most one call per share is in flight.
+//
+// Pure: no IO, no clock (time is a parameter, microseconds). Loop thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cluster/slice.h"
+
+namespace brake::cluster {
+
+enum class ShareKind { kCap, kBucket };
+
+// How shares size and time their calls; the defaults suit agents' rates.
+struct ShareTuning {
+  int64_t ttl_us = 5'000'000;       // a slice's lifetime in Redis
+  int64_t horizon_us = 1'000'000;   // a lease covers this much demand
+  int64_t low_water_us = 250'000;   // refill when less than this is left
+  int64_t renew_us = 1'500'000;     // renew this long before expiry
+  int64_t idle_us = 1'000'000;      // give back after this long unused
+  int64_t dry_recheck_us = 250'000; // a dry cap is asked again after this
+};
+
+// One script call: what the share asks for and hands back.
+struct ShareCall {
+  int64_t ask = 0;   // units wanted in addition
+  int64_t debt = 0;  // settled past the slice: Redis counts them now
+  int64_t back = 0;  // unused units given back (already gone locally)
+  int64_t held = 0;  // what stays held, unused, after giving back
+};
+
+// A script's answer.
+struct ShareReply {
+  int64_t granted = 0;
+  int64_t remaining = 0;  // left of the limit (a bucket: whole tokens)
+  int64_t other_nodes = 0;  // other daemons holding a live slice
+  int64_t wait_us = 0;    // a bucket: until its next whole token
+};
+
+// What a share's script call needs to know of its limit.
+struct ShareLimit {
+  int64_t limit = 0;  // a cap's limit, a bucket's burst
+  int64_t rate = 0;   // a bucket: `rate` per `per_ms`
+  int64_t per_ms = 1000;
+  int64_t key_ttl_ms = 0;  // a cap: how long its key outlives a call
+};
+
+class Share {
+ public:
+  // `key` is the Redis key (fixed: a cap's next period is another share); `capacity` the limit (a bucket's burst), the
+  // remaining assumed before Redis has answered.
+  Share(std::string key, ShareKind kind, int64_t capacity);
+
+  const std::string& key() const { return key_; }
+  ShareKind kind() const { return kind_; }
+  const Slice& slice() const { return slice_; }
+  const ShareLimit& limit() const { return limit_; }
+  void set_limit(const ShareLimit& limit) { limit_ = limit; }
+  int64_t available(int64_t now_us) const { return slice_.available(now_us); }
+
+  // --- The decision side ---
+  // Takes `units` for a grant when the slice holds them.
+  bool Take(int64_t units, int64_t now_us);
+  // Records that a request needed `units` more than the slice had: the
+  // next call asks for them (Wants says so).
+  void MarkShort(int64_t units, int64_t now_us);
+  int64_t short_units() const { return short_; }
+  // Redis had nothing more to give a moment ago: until when (0: not dry).
+  int64_t dry_until_us() const { return dry_until_us_; }
+  bool dry(int64_t now_us) const { return now_us < dry_until_us_; }
+  // A settlement `delta` units off the reservation (see Slice::Settle).
+  void Settle(int64_t delta) { slice_.Settle(delta); }
+  // Limiters using the share (SharedLimiter opens and releases it): one
+  // with none left is closed, gives back what it holds, and is forgotten.
+  void Ref() { ++refs_; }
+  void Unref() {
+    if (refs_ > 0) --refs_;
+  }
+  bool closed() const { return refs_ == 0; }
+
+  // --- The call side ---
+  // Whether a call is due now: a debt, a short request, a slice below its
+  // low water while in demand, a renewal, or units to give back once idle
+  // or closed. Never while one is in flight.
+  bool Wants(int64_t now_us, const ShareTuning& t) const;
+  // Starts a call: gives back what it will not use (locally at once; with
+  // `give_all`, everything: the daemon is stopping) and says how much to
+  // ask. Marks the share in flight.
+  ShareCall Begin(int64_t now_us, const ShareTuning& t, bool give_all = false);
+  bool in_flight() const { return in_flight_; }
+  // The call's answer; `now_us` when it arrived.
+  void Finish(const ShareReply& reply, int64_t now_us, const ShareTuning& t);
+  // The call failed (no answer): nothing it asked was received; its debt
+  // is asked again by the next call; what it gave back stays given.
+  void Fail();
+
+  // What Redis last said, for status.
+  int64_t remaining_seen() const { return remaining_; }
+  // Daemons holding a slice, this one counted, as Redis last said.
+  int64_t nodes_seen() const { return nodes_; }
+  // Demand, units per second, decayed to `now_us`.
+  double demand_per_s(int64_t now_us) const;
+  int64_t last_use_us() const { return last_use_us_; }
+
+ private:
+  void NoteDemand(int64_t units, int64_t now_us);
+
+  std::string key_;
+  ShareKind kind_;
+  Slice slice_;
+  ShareLimit limit_;
+  int64_t remaining_;       // as Redis last said (or the capacity)
+  int64_t nodes_ = 1;
+  int64_t short_ = 0;      // units short since the last call began
+  int64_t short_max_ = 0;  // the largest single request among them
+  int64_t dry_until_us_ = 0;
+  double demand_ = 0;       // units, decaying with a 1 s time constant
+  int64_t demand_at_us_ = 0;
+  int64_t last_use_us_ = 0;
+  int64_t sent_us_ = 0;     // the call in flight: when begun, what it owed
+  int64_t sent_debt_ = 0;
+  int64_t sent_ask_ = 0;
+  int refs_ = 0;
+  bool in_flight_ = false;
+};
+
+}  // namespace brake::cluster

@@ -1,0 +1,238 @@
+// Share: when a daemon calls Redis for one shared limit and how much it
+// asks; Shares: the registry's short marks and forgetting; SharedLimiter
+// through the engine: a short slice refuses and marks, a grant from Redis
+// admits, settlements refund into the slice or run into debt, a new period
+// is a new share. Explicit clock values; "Redis" is the test answering.
+#include "cluster/share.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "budget/engine.h"
+#include "cluster/shared_limiter.h"
+#include "cluster/shares.h"
+#include "tests/budget/engine_helpers.h"
+
+namespace brake::cluster {
+namespace {
+
+using engine_test::kT0;
+constexpr int64_t kMs = 1000;
+const ShareTuning kTuning;
+
+// Redis's side of one call on a cap holding `left`: grants what it can.
+ShareReply CapAnswer(const ShareCall& call, int64_t* left, int64_t others = 0) {
+  *left += call.back - call.debt;
+  ShareReply r;
+  r.granted = std::min(call.ask, std::max<int64_t>(0, *left));
+  *left -= r.granted;
+  r.remaining = *left;
+  r.other_nodes = others;
+  return r;
+}
+
+TEST_CASE("share: a short request makes the next call ask for it",
+          "[share]") {
+  Share s("k", ShareKind::kCap, 10'000);
+  s.Ref();  // a limiter uses it
+  CHECK_FALSE(s.Wants(kT0, kTuning));
+  s.MarkShort(300, kT0);
+  REQUIRE(s.Wants(kT0, kTuning));
+  ShareCall call = s.Begin(kT0, kTuning);
+  CHECK(call.ask >= 300);
+  CHECK(call.ask <= 5'000);  // at most a fair share of what is left
+  CHECK(s.in_flight());
+  CHECK_FALSE(s.Wants(kT0, kTuning));  // one call at a time
+  int64_t left = 10'000;
+  s.Finish(CapAnswer(call, &left), kT0 + kMs, kTuning);
+  CHECK(s.Take(300, kT0 + kMs));
+  CHECK(s.remaining_seen() == left);
+}
+
+TEST_CASE("share: a cap with too little left is dry for a while",
+          "[share]") {
+  Share s("k", ShareKind::kCap, 100);
+  s.Ref();
+  s.MarkShort(300, kT0);
+  ShareCall call = s.Begin(kT0, kTuning);
+  int64_t left = 100;
+  s.Finish(CapAnswer(call, &left), kT0, kTuning);
+  CHECK(s.dry(kT0));
+  CHECK_FALSE(s.Take(300, kT0));
+  s.MarkShort(300, kT0 + 1);
+  CHECK_FALSE(s.Wants(kT0 + 1, kTuning));  // dry: not asked again at once
+  CHECK(s.Wants(kT0 + kTuning.dry_recheck_us, kTuning));
+}
+
+TEST_CASE("share: unused units go back once idle, all of them once closed",
+          "[share]") {
+  Share s("k", ShareKind::kCap, 10'000);
+  s.Ref();
+  s.MarkShort(1'000, kT0);
+  ShareCall first = s.Begin(kT0, kTuning);
+  int64_t left = 10'000;
+  s.Finish(CapAnswer(first, &left), kT0, kTuning);
+  REQUIRE(s.Take(400, kT0));
+  const int64_t unused = s.available(kT0);
+  REQUIRE(unused > 0);
+  const int64_t idle = kT0 + kTuning.idle_us + 1;
+  REQUIRE(s.Wants(idle, kTuning));
+  ShareCall back = s.Begin(idle, kTuning);
+  CHECK(back.back == unused);
+  CHECK(back.ask == 0);
+  s.Finish(CapAnswer(back, &left), idle, kTuning);
+  CHECK(left == 10'000 - 400);  // only the reservation stays counted
+  s.Settle(-400);               // the call was cancelled
+  s.Unref();
+  REQUIRE(s.closed());
+  REQUIRE(s.Wants(idle + 1, kTuning));
+  ShareCall last = s.Begin(idle + 1, kTuning);
+  CHECK(last.back == 400);
+  s.Finish(CapAnswer(last, &left), idle + 1, kTuning);
+  CHECK(left == 10'000);
+  CHECK_FALSE(s.Wants(idle + 2, kTuning));
+}
+
+TEST_CASE("share: a settlement past the slice is a debt the next call pays",
+          "[share]") {
+  Share s("k", ShareKind::kCap, 10'000);
+  s.Ref();
+  s.MarkShort(100, kT0);
+  ShareCall call = s.Begin(kT0, kTuning);
+  int64_t left = 10'000;
+  s.Finish(CapAnswer(call, &left), kT0, kTuning);
+  const int64_t held = s.slice().held();
+  REQUIRE(s.Take(held, kT0));
+  s.Settle(250);  // the call cost 250 more than it reserved
+  CHECK(s.slice().debt() == 250);
+  REQUIRE(s.Wants(kT0, kTuning));
+  ShareCall pay = s.Begin(kT0, kTuning);
+  CHECK(pay.debt == 250);
+  s.Finish(CapAnswer(pay, &left), kT0, kTuning);
+  CHECK(s.slice().debt() == 0);
+  CHECK(left == 10'000 - held - 250 - (s.slice().held() - held - 250));
+}
+
+TEST_CASE("share: near the end each node asks for a fair share", "[share]") {
+  Share s("k", ShareKind::kCap, 10'000);
+  s.Ref();
+  s.MarkShort(10, kT0);
+  ShareCall call = s.Begin(kT0, kTuning);
+  int64_t left = 1'200;  // other nodes took the rest
+  s.Finish(CapAnswer(call, &left, /*others=*/2), kT0, kTuning);
+  CHECK(s.nodes_seen() == 3);
+  for (int i = 0; i < 50; ++i) REQUIRE(s.Take(s.available(kT0), kT0));
+  s.MarkShort(1, kT0);
+  ShareCall next = s.Begin(kT0, kTuning);
+  CHECK(next.ask <= std::max<int64_t>(1, left / 6));
+}
+
+// The engine with cluster mode's limiters, over a registry the test plays
+// Redis for.
+struct ClusterEngine {
+  Shares shares;
+  Engine engine{"L", engine_test::kTtlUs};
+  int64_t left = 0;
+
+  explicit ClusterEngine(int64_t cap) : left(cap) {
+    engine.set_limiter_maker(
+        [this](const std::string& scope, SpecRef spec, int64_t now_us) {
+          return MakeClusterLimiter(&shares, "p:", scope, std::move(spec),
+                                    now_us);
+        });
+  }
+  // Answers every due call as Redis would.
+  void Answer(int64_t now_us) {
+    std::vector<Share*> due;
+    shares.Due(now_us, true, &due);
+    for (Share* s : due) {
+      ShareCall c = s->Begin(now_us, shares.tuning());
+      s->Finish(CapAnswer(c, &left), now_us, shares.tuning());
+    }
+  }
+};
+
+TEST_CASE("shared limiter: refuses while short, admits from the slice",
+          "[share]") {
+  using namespace engine_test;
+  ClusterEngine c(1'000);
+  c.engine.SetPolicy("user:*", MakePolicy({QuotaSpec(
+                                   "tok", Resource::kTokens, 1'000,
+                                   Period::kTotal)}));
+  HeldDenial d = Deny(c.engine, Req("alice", "t1", 600), kT0);
+  CHECK(d.limit == "tok");
+  CHECK(c.shares.TakeShort());
+  CHECK_FALSE(c.shares.TakeShort());  // cleared
+  c.Answer(kT0);
+  const std::string lease = Grant(c.engine, Req("alice", "t1", 600), kT0);
+  Share* s = c.shares.Find("p:cap|user:alice|tok|tokens|0");
+  REQUIRE(s != nullptr);
+  const int64_t after_grant = s->available(kT0);
+  Commit(c.engine, lease, 200, kT0);  // 400 back into the slice
+  CHECK(s->available(kT0) == after_grant + 400);
+  // 200 are settled: 900 more can never fit, 800 can once Redis gives
+  // this daemon the rest.
+  Deny(c.engine, Req("alice", "t2", 900), kT0);
+  CHECK_FALSE(c.shares.TakeShort());  // refused by the cap, not the slice
+  Deny(c.engine, Req("alice", "t2", 800), kT0);
+  CHECK(c.shares.TakeShort());
+  c.Answer(kT0);
+  Grant(c.engine, Req("alice", "t2", 800), kT0);
+  CHECK(c.left == 0);
+  Deny(c.engine, Req("alice", "t3", 1), kT0);
+  CHECK(c.left >= 0);
+}
+
+TEST_CASE("shared limiter: a token bucket is shared too", "[share]") {
+  using namespace engine_test;
+  ClusterEngine c(0);
+  c.engine.SetPolicy("user:*", MakePolicy({BucketSpec("rps", 10, 1000, 10)}));
+  Deny(c.engine, Req("alice", "t1"), kT0);
+  CHECK(c.shares.TakeShort());
+  Share* s = c.shares.Find("p:bucket|user:alice|rps|requests");
+  REQUIRE(s != nullptr);
+  CHECK(s->kind() == ShareKind::kBucket);
+  ShareCall call = s->Begin(kT0, c.shares.tuning());
+  ShareReply r;
+  r.granted = 3;
+  s->Finish(r, kT0, c.shares.tuning());
+  for (int i = 0; i < 3; ++i) Grant(c.engine, Req("alice", "t1"), kT0);
+  Deny(c.engine, Req("alice", "t1"), kT0);
+  CHECK(call.ask >= 1);
+}
+
+TEST_CASE("shared limiter: a new period is a new share, the old one closes",
+          "[share]") {
+  using namespace engine_test;
+  ClusterEngine c(1'000);
+  c.engine.SetPolicy("user:*", MakePolicy({QuotaSpec("daily",
+                                                     Resource::kTokens, 1'000)}));
+  Deny(c.engine, Req("alice", "t1", 10), kT0);
+  c.Answer(kT0);
+  Grant(c.engine, Req("alice", "t1", 10), kT0);
+  const int64_t tomorrow = kT0 + 14 * kUsPerHour;
+  Deny(c.engine, Req("alice", "t1", 10), tomorrow);  // a new key: no slice
+  size_t closed = 0;
+  c.shares.ForEach([&](const Share& s) { closed += s.closed() ? 1 : 0; });
+  CHECK(closed == 1);
+  CHECK(c.shares.size() == 2);
+}
+
+TEST_CASE("shared limiter: local and shadow limits stay per daemon",
+          "[share]") {
+  using namespace engine_test;
+  LimitSpec local = QuotaSpec("q", Resource::kTokens, 5);
+  local.local = true;
+  CHECK_FALSE(Shareable(local));
+  CHECK_FALSE(Shareable(engine_test::Shadow(QuotaSpec("q", Resource::kTokens, 5))));
+  CHECK_FALSE(Shareable(LogSpec("l", Resource::kRequests, 5, 1000)));
+  CHECK(Shareable(WindowSpec("w", 5, 1000)));
+  ClusterEngine c(0);
+  c.engine.SetPolicy("user:*", MakePolicy({local}));
+  Grant(c.engine, Req("alice", "t1", 5), kT0);  // no Redis needed
+  CHECK(c.shares.size() == 0);
+}
+
+}  // namespace
+}  // namespace brake::cluster
