@@ -1,5 +1,9 @@
 #include "cluster/cluster.h"
 
+#include <sys/random.h>
+
+#include <cinttypes>
+#include <cstdio>
 #include <utility>
 
 #include <hiredis/hiredis.h>
@@ -22,9 +26,20 @@ std::vector<std::string> Scripts() {
   return {std::string(kCapLua), std::string(kBucketLua)};
 }
 
-int64_t Element(const redisReply* r, size_t i) {
-  if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
+int64_t Element(const redisReply* r, size_t i, int64_t absent = 0) {
+  if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER) {
+    return absent;
+  }
   return r->element[i]->integer;
+}
+
+// Names this run's calls apart from an earlier run's of the same node.
+std::string RunNonce() {
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof(r), 0) != sizeof(r)) r = uv_hrtime();
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, r);
+  return buf;
 }
 
 }  // namespace
@@ -34,7 +49,12 @@ Cluster::Cluster(uv_loop_t* loop, ClusterConfig config,
     : config_(std::move(config)),
       now_us_(std::move(now_us)),
       shares_(tuning),
+      run_nonce_(RunNonce()),
       link_(loop, config_.redis, Scripts(), kCallTimeoutUs) {}
+
+std::string Cluster::NextSeq() {
+  return run_nonce_ + "-" + std::to_string(++calls_begun_);
+}
 
 Cluster::~Cluster() = default;
 
@@ -47,10 +67,36 @@ Engine::LimiterMaker Cluster::MakerFor() {
 
 void Cluster::Tick(int64_t now_us, bool scan_all) {
   link_.Tick(now_us);
-  if (!link_.up()) return;
+  const bool up = link_.up();
+  if (up != was_up_) {
+    OnLinkChange(up, now_us);
+    scan_all = true;
+  }
+  if (!up) {
+    if (!fails_closed()) {
+      shares_.ForEachMutable([&](Share& s) { s.LocalRefill(now_us); });
+    }
+    return;
+  }
   if (!scan_all && !shares_.urgent()) return;
   shares_.Due(now_us, scan_all, &due_);
-  for (Share* s : due_) Call(s, s->Begin(now_us, shares_.tuning()), now_us);
+  for (Share* s : due_) {
+    Call(s, s->Begin(now_us, shares_.tuning(), NextSeq()), now_us);
+  }
+}
+
+void Cluster::OnLinkChange(bool up, int64_t now_us) {
+  was_up_ = up;
+  if (fails_closed()) return;
+  // local: each share grants from its part of what was left, and counts
+  // it in Redis once it is back.
+  shares_.ForEachMutable([&](Share& s) {
+    if (up) {
+      s.EndLocal();
+    } else {
+      s.GoLocal(now_us);
+    }
+  });
 }
 
 void Cluster::Call(Share* share, const ShareCall& call, int64_t now_us) {
@@ -71,13 +117,15 @@ void Cluster::Call(Share* share, const ShareCall& call, int64_t now_us) {
             std::to_string(call.back), std::to_string(call.held),
             ttl_ms,                    std::to_string(l.key_ttl_ms)};
   }
+  args.push_back(call.seq);
+  args.push_back(call.resolve);
   if (call.back > 0) ++counters_.give_backs;
   const bool sent = link_.Eval(
       script, {share->key()}, args, now_us,
       [this, key = share->key()](const redisReply* reply) {
         OnAnswer(key, reply);
       });
-  if (!sent) share->Fail();
+  if (!sent) share->Unsent();
 }
 
 void Cluster::OnAnswer(const std::string& key, const redisReply* reply) {
@@ -93,6 +141,7 @@ void Cluster::OnAnswer(const std::string& key, const redisReply* reply) {
       r.remaining = Element(reply, 1);
       r.other_nodes = Element(reply, 2);
       r.wait_us = Element(reply, 3);
+      r.resolved = Element(reply, 4, -1);
       if (r.granted > 0) ++counters_.refills;
       share->Finish(r, now_us_(), shares_.tuning());
     } else {
@@ -133,7 +182,8 @@ void Cluster::Close(int64_t now_us) {
   if (link_.up()) {
     shares_.ForEachMutable([&](Share& s) {
       if (!s.in_flight() && (s.available(now_us) > 0 || s.slice().debt() > 0)) {
-        Call(&s, s.Begin(now_us, shares_.tuning(), /*give_all=*/true), now_us);
+        Call(&s, s.Begin(now_us, shares_.tuning(), NextSeq(), /*give_all=*/true),
+             now_us);
       }
     });
   }
@@ -151,7 +201,11 @@ double Cluster::down_seconds(int64_t now_us) const {
 
 json Cluster::Status(int64_t now_us) const {
   json shares = json::array();
+  uint64_t local_grants = 0;
+  int64_t unreported = 0;
   shares_.ForEach([&](const Share& s) {
+    local_grants += s.local_grants();
+    unreported += s.unreported();
     shares.push_back({{"key", s.key()},
                       {"kind", s.kind() == ShareKind::kBucket ? "bucket" : "cap"},
                       {"held", s.slice().held()},
@@ -177,6 +231,8 @@ json Cluster::Status(int64_t now_us) const {
           {"give_backs", counters_.give_backs},
           {"failed_calls", counters_.failed_calls},
           {"held_requests", counters_.held_requests},
+          {"local_grants", local_grants},
+          {"unreported", unreported},
           {"shares", std::move(shares)}};
 }
 

@@ -55,6 +55,9 @@ class Cluster final : public Gate {
   bool urgent() const override { return shares_.urgent(); }
   bool up() const override { return link_.up(); }
   bool TakeShort() override { return shares_.TakeShort(); }
+  bool fails_closed() const override {
+    return config_.on_unavailable == OnUnavailable::kClosed;
+  }
   // The error `unavailable` carries while Redis is away.
   std::string UnavailableMessage() const override;
 
@@ -83,6 +86,9 @@ class Cluster final : public Gate {
   void Call(Share* share, const ShareCall& call, int64_t now_us);
   void OnAnswer(const std::string& key, const redisReply* reply);
   void RedoHeld();
+  // The link went away or came back since the last Tick.
+  void OnLinkChange(bool up, int64_t now_us);
+  std::string NextSeq();
 
   ClusterConfig config_;
   std::function<int64_t()> now_us_;
@@ -94,6 +100,9 @@ class Cluster final : public Gate {
   };
   std::vector<Held> held_;
   int redo_attempts_ = 0;  // while a held request is handled again
+  bool was_up_ = false;
+  std::string run_nonce_;  // calls are named run_nonce_-N
+  uint64_t calls_begun_ = 0;
   std::function<void()> on_answers_;
   ClusterCounters counters_;
   // Last: destroyed first, its calls answered while the rest still lives.

@@ -24,6 +24,9 @@ class Gate {
   // as allowed): answer it now.
   virtual bool Hold(std::function<void()> redo) = 0;
   virtual bool up() const = 0;
+  // on_unavailable: closed. Otherwise (local) a request the local share
+  // cannot serve while Redis is away is refused as the limit refuses it.
+  virtual bool fails_closed() const = 0;
   // The message of `unavailable` while Redis is away.
   virtual std::string UnavailableMessage() const = 0;
   // cluster.status's answer.

@@ -13,7 +13,9 @@ Share::Share(std::string key, ShareKind kind, int64_t capacity)
 
 bool Share::Take(int64_t units, int64_t now_us) {
   NoteDemand(units, now_us);
-  return slice_.Take(units, now_us);
+  if (!slice_.Take(units, now_us)) return false;
+  if (local_) ++local_grants_;
+  return true;
 }
 
 void Share::MarkShort(int64_t units, int64_t now_us) {
@@ -24,21 +26,36 @@ void Share::MarkShort(int64_t units, int64_t now_us) {
 
 bool Share::Wants(int64_t now_us, const ShareTuning& t) const {
   if (in_flight_) return false;
+  if (unknown_ || unreported_ > 0 || slice_.debt() > 0) return true;
   const int64_t available = slice_.available(now_us);
-  if (slice_.debt() > 0) return true;
   if (closed()) return available > 0;
   if (short_ > 0 && !dry(now_us)) return true;
   const bool idle = now_us - last_use_us_ > t.idle_us;
   if (idle) return available > 0;
   if (dry(now_us)) return false;
-  const double low = demand_per_s(now_us) * static_cast<double>(t.low_water_us) / 1e6;
+  const double low =
+      demand_per_s(now_us) * static_cast<double>(t.low_water_us) / 1e6;
   if (static_cast<double>(available) < std::max(1.0, low)) return true;
   return available > 0 && now_us + t.renew_us >= slice_.expires_us();
 }
 
-ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, bool give_all) {
+ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
+                       bool give_all) {
   ShareCall call;
-  call.debt = slice_.debt();
+  call.seq = seq;
+  sent_ = Sent{std::move(seq), now_us};
+  in_flight_ = true;
+  if (unknown_) {
+    // Which way the unanswered call went decides what the share holds and
+    // owes: nothing else is asked until then.
+    call.resolve = unknown_->seq;
+    call.held = slice_.available(now_us);
+    sent_.resolve_only = true;
+    return call;
+  }
+  sent_.slice_debt = slice_.debt();
+  sent_.unreported = unreported_;
+  call.debt = sat::SatAdd(sent_.slice_debt, unreported_);
   const bool idle = give_all || closed() || now_us - last_use_us_ > t.idle_us;
   if (idle) {
     call.back = slice_.GiveBack(0, now_us);
@@ -58,23 +75,37 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, bool give_all) {
   }
   call.held = slice_.available(now_us);
   short_ = short_max_ = 0;
-  in_flight_ = true;
-  sent_us_ = now_us;
-  sent_debt_ = call.debt;
-  sent_ask_ = call.ask;
+  sent_.ask = call.ask;
+  sent_.back = call.back;
   return call;
+}
+
+void Share::Applied(const Sent& call, int64_t granted, int64_t now_us,
+                    const ShareTuning& t) {
+  slice_.Add(SliceGrant{sat::SatAdd(std::max<int64_t>(0, granted),
+                                    call.slice_debt),
+                        sat::SatAdd(call.at_us, t.ttl_us)},
+             now_us);
+  unreported_ = std::max<int64_t>(0, unreported_ - call.unreported);
 }
 
 void Share::Finish(const ShareReply& reply, int64_t now_us,
                    const ShareTuning& t) {
   in_flight_ = false;
-  slice_.Add(SliceGrant{sat::SatAdd(std::max<int64_t>(0, reply.granted),
-                                    sent_debt_),
-                        sat::SatAdd(sent_us_, t.ttl_us)},
-             now_us);
+  contacted_ = true;
+  if (sent_.resolve_only && unknown_) {
+    if (reply.resolved >= 0) {
+      Applied(*unknown_, reply.resolved, now_us, t);
+    } else {
+      slice_.Extend(unknown_->back, 0);  // it never reached Redis
+    }
+    unknown_.reset();
+  }
+  Applied(sent_, reply.granted, now_us, t);
   remaining_ = reply.remaining;
   nodes_ = 1 + std::max<int64_t>(0, reply.other_nodes);
-  if (reply.granted < sent_ask_) {
+  if (sent_.resolve_only) return;
+  if (reply.granted < sent_.ask) {
     const int64_t wait = kind_ == ShareKind::kBucket
                              ? std::max<int64_t>(reply.wait_us, 1000)
                              : t.dry_recheck_us;
@@ -84,7 +115,59 @@ void Share::Finish(const ShareReply& reply, int64_t now_us,
   }
 }
 
-void Share::Fail() { in_flight_ = false; }
+void Share::Fail() {
+  in_flight_ = false;
+  if (sent_.resolve_only) return;  // the call to resolve stays unknown
+  if (sent_.ask > 0 || sent_.slice_debt > 0 || sent_.unreported > 0 ||
+      sent_.back > 0) {
+    unknown_ = sent_;
+  }
+}
+
+void Share::Unsent() {
+  in_flight_ = false;
+  if (!sent_.resolve_only) slice_.Extend(sent_.back, 0);
+}
+
+namespace {
+constexpr int64_t kLocalValidUs = 3'600'000'000;  // while Redis is away
+}  // namespace
+
+void Share::GoLocal(int64_t now_us) {
+  if (local_) return;
+  local_ = true;
+  if (!contacted_) return;  // nothing to divide: refused until Redis is back
+  const int64_t share = std::max<int64_t>(0, remaining_) / std::max<int64_t>(1, nodes_);
+  slice_.Extend(share, sat::SatAdd(now_us, kLocalValidUs));
+  unreported_ = sat::SatAdd(unreported_, share);
+  local_at_us_ = now_us;
+  local_frac_ = 0;
+}
+
+void Share::LocalRefill(int64_t now_us) {
+  if (!local_ || !contacted_ || kind_ != ShareKind::kBucket ||
+      limit_.rate <= 0 || now_us <= local_at_us_) {
+    return;
+  }
+  const double n = static_cast<double>(std::max<int64_t>(1, nodes_));
+  double tokens = local_frac_ + static_cast<double>(now_us - local_at_us_) *
+                                    static_cast<double>(limit_.rate) /
+                                    (static_cast<double>(limit_.per_ms) * 1000.0) / n;
+  local_at_us_ = now_us;
+  const int64_t room =
+      std::max<int64_t>(0, limit_.limit / std::max<int64_t>(1, nodes_) -
+                               slice_.available(now_us));
+  int64_t whole = static_cast<int64_t>(tokens);
+  local_frac_ = tokens - static_cast<double>(whole);
+  if (whole >= room) {
+    whole = room;
+    local_frac_ = 0;
+  }
+  slice_.Extend(whole, sat::SatAdd(now_us, kLocalValidUs));
+  unreported_ = sat::SatAdd(unreported_, whole);
+}
+
+void Share::EndLocal() { local_ = false; }
 
 double Share::demand_per_s(int64_t now_us) const {
   const double age = static_cast<double>(std::max<int64_t>(0, now_us - demand_at_us_));

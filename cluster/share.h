@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cluster/slice.h"
@@ -31,12 +32,17 @@ struct ShareTuning {
   int64_t dry_recheck_us = 250'000; // a dry cap is asked again after this
 };
 
-// One script call: what the share asks for and hands back.
+// One script call: what the share asks for and hands back. `seq` names the
+// call; a call that got no answer may or may not have been applied, so the
+// share's next call only asks Redis which (`resolve`: that call's seq).
 struct ShareCall {
   int64_t ask = 0;   // units wanted in addition
-  int64_t debt = 0;  // settled past the slice: Redis counts them now
+  int64_t debt = 0;  // settled past the slice, or granted from a local
+                     // share while Redis was away: Redis counts them now
   int64_t back = 0;  // unused units given back (already gone locally)
   int64_t held = 0;  // what stays held, unused, after giving back
+  std::string seq;
+  std::string resolve;  // "" when no call's outcome is unknown
 };
 
 // A script's answer.
@@ -45,6 +51,8 @@ struct ShareReply {
   int64_t remaining = 0;  // left of the limit (a bucket: whole tokens)
   int64_t other_nodes = 0;  // other daemons holding a live slice
   int64_t wait_us = 0;    // a bucket: until its next whole token
+  int64_t resolved = -1;  // what the call `resolve` named was granted, or
+                          // -1: Redis never applied it
 };
 
 // What a share's script call needs to know of its limit.
@@ -93,16 +101,39 @@ class Share {
   // low water while in demand, a renewal, or units to give back once idle
   // or closed. Never while one is in flight.
   bool Wants(int64_t now_us, const ShareTuning& t) const;
-  // Starts a call: gives back what it will not use (locally at once; with
-  // `give_all`, everything: the daemon is stopping) and says how much to
-  // ask. Marks the share in flight.
-  ShareCall Begin(int64_t now_us, const ShareTuning& t, bool give_all = false);
+  // Starts the call named `seq`: gives back what it will not use (locally
+  // at once; with `give_all`, everything: the daemon is stopping) and says
+  // how much to ask. After a call whose outcome is unknown, the call only
+  // resolves it. Marks the share in flight.
+  ShareCall Begin(int64_t now_us, const ShareTuning& t, std::string seq,
+                  bool give_all = false);
   bool in_flight() const { return in_flight_; }
   // The call's answer; `now_us` when it arrived.
   void Finish(const ShareReply& reply, int64_t now_us, const ShareTuning& t);
-  // The call failed (no answer): nothing it asked was received; its debt
-  // is asked again by the next call; what it gave back stays given.
+  // The call got no answer: Redis may or may not have applied it. The next
+  // call asks which: applied, the share takes what it was granted; not, it
+  // takes back what it gave back and owes its debt still. Nothing is
+  // counted twice and nothing is lost.
   void Fail();
+  // The call was never sent (the link was down): it changed nothing.
+  void Unsent();
+  bool outcome_unknown() const { return unknown_.has_value(); }
+
+  // --- Redis away, on_unavailable: local ---
+  // Grants from a bounded local share until Redis is back: a cap's
+  // remaining (as last seen) divided by the daemons last seen holding a
+  // slice; a bucket's refills at its rate divided by them (LocalRefill).
+  // A share that never heard from Redis gets nothing. What the local share
+  // adds is counted in Redis by the first call once it is back.
+  void GoLocal(int64_t now_us);
+  void LocalRefill(int64_t now_us);
+  // Redis is back: calls count what the local share granted.
+  void EndLocal();
+  bool local() const { return local_; }
+  // Units granted from the local share and not yet counted in Redis.
+  int64_t unreported() const { return unreported_; }
+  // Grants made while Redis was away.
+  uint64_t local_grants() const { return local_grants_; }
 
   // What Redis last said, for status.
   int64_t remaining_seen() const { return remaining_; }
@@ -127,9 +158,28 @@ class Share {
   double demand_ = 0;       // units, decaying with a 1 s time constant
   int64_t demand_at_us_ = 0;
   int64_t last_use_us_ = 0;
-  int64_t sent_us_ = 0;     // the call in flight: when begun, what it owed
-  int64_t sent_debt_ = 0;
-  int64_t sent_ask_ = 0;
+  // A call: what it carried, so that its answer (or, when it got none, its
+  // resolution) can be applied.
+  struct Sent {
+    std::string seq;
+    int64_t at_us = 0;
+    int64_t ask = 0;
+    int64_t slice_debt = 0;  // of its debt, what the slice owed
+    int64_t unreported = 0;  // and what local grants added
+    int64_t back = 0;
+    bool resolve_only = false;
+  };
+  // Applies a call Redis applied, which granted `granted`.
+  void Applied(const Sent& call, int64_t granted, int64_t now_us,
+               const ShareTuning& t);
+  Sent sent_;                    // the call in flight
+  std::optional<Sent> unknown_;  // a call that got no answer
+  int64_t unreported_ = 0;
+  uint64_t local_grants_ = 0;
+  bool contacted_ = false;  // Redis has answered at least once
+  bool local_ = false;
+  int64_t local_at_us_ = 0;  // a bucket's local refill: until when
+  double local_frac_ = 0;    // and the fraction of a token not yet added
   int refs_ = 0;
   bool in_flight_ = false;
 };

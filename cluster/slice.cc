@@ -51,6 +51,11 @@ void Slice::Add(const SliceGrant& grant, int64_t now_us) {
   expires_us_ = grant.expires_us;
 }
 
+void Slice::Extend(int64_t units, int64_t expires_us) {
+  held_ = sat::SatAdd(held_, std::max<int64_t>(0, units));
+  expires_us_ = std::max(expires_us_, expires_us);
+}
+
 bool Slice::NeedsRefill(int64_t now_us, int64_t low_water,
                         int64_t renew_us) const {
   return available(now_us) < low_water ||

@@ -57,6 +57,10 @@ class Slice {
   // starts a new slice: what the old one held was counted as spent by Redis,
   // and what was used of it stays used (settled there at the next return).
   void Add(const SliceGrant& grant, int64_t now_us);
+  // Adds `units` without a new lease: given-back units whose call never
+  // reached Redis, or a local share while Redis is away. The slice is then
+  // valid until at least `expires_us`.
+  void Extend(int64_t units, int64_t expires_us);
   // Whether to ask for more before the slice runs dry: fewer than
   // `low_water` units available, or its expiry within `renew_us`.
   bool NeedsRefill(int64_t now_us, int64_t low_water, int64_t renew_us) const;

@@ -87,6 +87,7 @@ struct OpHandlers {
   static Status HoldForCluster(OpContext& ctx) {
     Dispatcher& d = *ctx.dispatcher;
     if (!d.cluster_->up()) {
+      if (!d.cluster_->fails_closed()) return Status::Ok();  // the refusal
       return Status::Unavailable(d.cluster_->UnavailableMessage());
     }
     if (d.deferred_ops_ == nullptr) return Status::Ok();

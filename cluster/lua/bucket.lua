@@ -14,8 +14,11 @@
 -- ARGV[7]  back          tokens of its slice the node gives back, unused
 -- ARGV[8]  held          what the node holds unused after giving back
 -- ARGV[9]  ttl_ms        the slice's lifetime
+-- ARGV[10] seq           this call's name
+-- ARGV[11] resolve       a call of the node's that got no answer, or ''
 -- Returns {granted, whole tokens left, other nodes holding a live slice,
--- us until the next whole token (0 when one is there)}.
+-- us until the next whole token (0 when one is there), what the call
+-- `resolve` granted or -1 when it never ran}.
 --
 -- Invariant: what all nodes take, less what they give back, never passes
 -- burst + rate * elapsed time: the bucket starts full (burst), fills at
@@ -32,11 +35,14 @@ local debt = tonumber(ARGV[6])
 local back = tonumber(ARGV[7])
 local held = tonumber(ARGV[8])
 local ttl_ms = tonumber(ARGV[9])
+local seq = ARGV[10]
+local resolve = ARGV[11]
 
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
 
+local before = resolved(key, node, resolve)
 local state = redis.call('HMGET', key, 'tokens', 'ts')
 local tokens = tonumber(state[1])
 local ts = tonumber(state[2])
@@ -61,9 +67,10 @@ end
 redis.call('HSET', key, 'tokens', string.format('%.17g', tokens),
            'ts', string.format('%d', now_us))
 
-local others = track_node(key, node, held + granted, ttl_ms, now_ms)
+local others = track_node(key, node, held + granted, ttl_ms, now_ms, seq,
+                          granted)
 
 -- Full again after burst / rate; kept a minute longer for the nodes' view.
 local full_ms = math.ceil(burst * per_us / rate / 1000)
 redis.call('PEXPIRE', key, math.max(ttl_ms, full_ms) + 60000)
-return {granted, math.floor(tokens), others, wait_us}
+return {granted, math.floor(tokens), others, wait_us, before}

@@ -15,7 +15,10 @@
 -- ARGV[6]  held          what the node holds unused after giving back
 -- ARGV[7]  ttl_ms        the slice's lifetime
 -- ARGV[8]  key_ttl_ms    how long the hash outlives this call (0: forever)
--- Returns {granted, limit - used, other nodes holding a live slice}.
+-- ARGV[9]  seq           this call's name
+-- ARGV[10] resolve       a call of the node's that got no answer, or ''
+-- Returns {granted, limit - used, other nodes holding a live slice, 0,
+-- what the call `resolve` granted or -1 when it never ran}.
 --
 -- Invariant: used >= what all nodes together have granted. A grant never
 -- takes used past limit (granted <= limit - used), so grants never pass the
@@ -32,10 +35,13 @@ local back = tonumber(ARGV[5])
 local held = tonumber(ARGV[6])
 local ttl_ms = tonumber(ARGV[7])
 local key_ttl_ms = tonumber(ARGV[8])
+local seq = ARGV[9]
+local resolve = ARGV[10]
 
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local before = resolved(key, node, resolve)
 local used = tonumber(redis.call('HGET', key, 'used') or '0')
 used = used + debt - back
 if used < 0 then used = 0 end
@@ -47,7 +53,8 @@ end
 used = used + granted
 redis.call('HSET', key, 'used', string.format('%d', used))
 
-local others = track_node(key, node, held + granted, ttl_ms, now_ms)
+local others = track_node(key, node, held + granted, ttl_ms, now_ms, seq,
+                          granted)
 
 if key_ttl_ms > 0 then redis.call('PEXPIRE', key, key_ttl_ms) end
-return {granted, limit - used, others}
+return {granted, limit - used, others, 0, before}

@@ -39,7 +39,7 @@ TEST_CASE("share: a short request makes the next call ask for it",
   CHECK_FALSE(s.Wants(kT0, kTuning));
   s.MarkShort(300, kT0);
   REQUIRE(s.Wants(kT0, kTuning));
-  ShareCall call = s.Begin(kT0, kTuning);
+  ShareCall call = s.Begin(kT0, kTuning, "c");
   CHECK(call.ask >= 300);
   CHECK(call.ask <= 5'000);  // at most a fair share of what is left
   CHECK(s.in_flight());
@@ -55,7 +55,7 @@ TEST_CASE("share: a cap with too little left is dry for a while",
   Share s("k", ShareKind::kCap, 100);
   s.Ref();
   s.MarkShort(300, kT0);
-  ShareCall call = s.Begin(kT0, kTuning);
+  ShareCall call = s.Begin(kT0, kTuning, "c");
   int64_t left = 100;
   s.Finish(CapAnswer(call, &left), kT0, kTuning);
   CHECK(s.dry(kT0));
@@ -70,7 +70,7 @@ TEST_CASE("share: unused units go back once idle, all of them once closed",
   Share s("k", ShareKind::kCap, 10'000);
   s.Ref();
   s.MarkShort(1'000, kT0);
-  ShareCall first = s.Begin(kT0, kTuning);
+  ShareCall first = s.Begin(kT0, kTuning, "c");
   int64_t left = 10'000;
   s.Finish(CapAnswer(first, &left), kT0, kTuning);
   REQUIRE(s.Take(400, kT0));
@@ -78,7 +78,7 @@ TEST_CASE("share: unused units go back once idle, all of them once closed",
   REQUIRE(unused > 0);
   const int64_t idle = kT0 + kTuning.idle_us + 1;
   REQUIRE(s.Wants(idle, kTuning));
-  ShareCall back = s.Begin(idle, kTuning);
+  ShareCall back = s.Begin(idle, kTuning, "c");
   CHECK(back.back == unused);
   CHECK(back.ask == 0);
   s.Finish(CapAnswer(back, &left), idle, kTuning);
@@ -87,7 +87,7 @@ TEST_CASE("share: unused units go back once idle, all of them once closed",
   s.Unref();
   REQUIRE(s.closed());
   REQUIRE(s.Wants(idle + 1, kTuning));
-  ShareCall last = s.Begin(idle + 1, kTuning);
+  ShareCall last = s.Begin(idle + 1, kTuning, "c");
   CHECK(last.back == 400);
   s.Finish(CapAnswer(last, &left), idle + 1, kTuning);
   CHECK(left == 10'000);
@@ -99,7 +99,7 @@ TEST_CASE("share: a settlement past the slice is a debt the next call pays",
   Share s("k", ShareKind::kCap, 10'000);
   s.Ref();
   s.MarkShort(100, kT0);
-  ShareCall call = s.Begin(kT0, kTuning);
+  ShareCall call = s.Begin(kT0, kTuning, "c");
   int64_t left = 10'000;
   s.Finish(CapAnswer(call, &left), kT0, kTuning);
   const int64_t held = s.slice().held();
@@ -107,7 +107,7 @@ TEST_CASE("share: a settlement past the slice is a debt the next call pays",
   s.Settle(250);  // the call cost 250 more than it reserved
   CHECK(s.slice().debt() == 250);
   REQUIRE(s.Wants(kT0, kTuning));
-  ShareCall pay = s.Begin(kT0, kTuning);
+  ShareCall pay = s.Begin(kT0, kTuning, "c");
   CHECK(pay.debt == 250);
   s.Finish(CapAnswer(pay, &left), kT0, kTuning);
   CHECK(s.slice().debt() == 0);
@@ -118,14 +118,111 @@ TEST_CASE("share: near the end each node asks for a fair share", "[share]") {
   Share s("k", ShareKind::kCap, 10'000);
   s.Ref();
   s.MarkShort(10, kT0);
-  ShareCall call = s.Begin(kT0, kTuning);
+  ShareCall call = s.Begin(kT0, kTuning, "c");
   int64_t left = 1'200;  // other nodes took the rest
   s.Finish(CapAnswer(call, &left, /*others=*/2), kT0, kTuning);
   CHECK(s.nodes_seen() == 3);
   for (int i = 0; i < 50; ++i) REQUIRE(s.Take(s.available(kT0), kT0));
   s.MarkShort(1, kT0);
-  ShareCall next = s.Begin(kT0, kTuning);
+  ShareCall next = s.Begin(kT0, kTuning, "c");
   CHECK(next.ask <= std::max<int64_t>(1, left / 6));
+}
+
+TEST_CASE("share: a call with no answer is resolved before anything else",
+          "[share]") {
+  int64_t left = 10'000;
+  auto leased = [&](Share& s) {
+    s.Ref();
+    s.MarkShort(500, kT0);
+    s.Finish(CapAnswer(s.Begin(kT0, kTuning, "c1"), &left), kT0, kTuning);
+    REQUIRE(s.Take(100, kT0));
+  };
+  SECTION("Redis applied it: the share takes what it was granted") {
+    Share s("k", ShareKind::kCap, 10'000);
+    leased(s);
+    const int64_t held = s.slice().held();
+    s.MarkShort(held, kT0);
+    ShareCall lost = s.Begin(kT0, kTuning, "c2");
+    const ShareReply applied = CapAnswer(lost, &left);  // Redis ran it ...
+    s.Fail();                                           // ... the answer was lost
+    REQUIRE(s.outcome_unknown());
+    REQUIRE(s.Wants(kT0, kTuning));
+    ShareCall ask = s.Begin(kT0, kTuning, "c3");
+    CHECK(ask.resolve == "c2");
+    CHECK(ask.ask == 0);
+    CHECK(ask.debt == 0);
+    ShareReply r = CapAnswer(ask, &left);
+    r.resolved = applied.granted;
+    s.Finish(r, kT0, kTuning);
+    CHECK_FALSE(s.outcome_unknown());
+    CHECK(s.slice().held() == held + applied.granted);
+  }
+  SECTION("Redis never ran it: what it gave back is the share's again") {
+    Share s("k", ShareKind::kCap, 10'000);
+    leased(s);
+    const int64_t idle = kT0 + kTuning.idle_us + 1;
+    ShareCall lost = s.Begin(idle, kTuning, "c2");
+    REQUIRE(lost.back > 0);
+    CHECK(s.available(idle) == 0);
+    s.Fail();
+    ShareCall ask = s.Begin(idle, kTuning, "c3");
+    CHECK(ask.resolve == "c2");
+    ShareReply r = CapAnswer(ask, &left);
+    r.resolved = -1;
+    s.Finish(r, idle, kTuning);
+    CHECK(s.available(idle) == lost.back);
+  }
+}
+
+TEST_CASE("share: Redis away, a local share is a part of what was left",
+          "[share]") {
+  Share s("k", ShareKind::kCap, 10'000);
+  s.Ref();
+  s.MarkShort(100, kT0);
+  int64_t left = 10'000;
+  s.Finish(CapAnswer(s.Begin(kT0, kTuning, "c1"), &left, /*others=*/3),
+           kT0, kTuning);
+  REQUIRE(s.nodes_seen() == 4);
+  const int64_t before = s.available(kT0);
+  s.GoLocal(kT0);
+  CHECK(s.local());
+  CHECK(s.available(kT0) == before + left / 4);
+  CHECK(s.unreported() == left / 4);
+  REQUIRE(s.Take(s.available(kT0), kT0));
+  CHECK(s.local_grants() == 1);
+  s.EndLocal();
+  REQUIRE(s.Wants(kT0, kTuning));
+  ShareCall back = s.Begin(kT0, kTuning, "c2");
+  CHECK(back.debt == left / 4);  // counted in Redis now
+  s.Finish(CapAnswer(back, &left), kT0, kTuning);
+  CHECK(s.unreported() == 0);
+  CHECK(left >= 0);
+
+  Share never("n", ShareKind::kCap, 10'000);  // no answer ever: no share
+  never.Ref();
+  never.GoLocal(kT0);
+  CHECK(never.available(kT0) == 0);
+}
+
+TEST_CASE("share: a local bucket refills at its part of the rate",
+          "[share]") {
+  Share s("b", ShareKind::kBucket, 100);
+  s.Ref();
+  s.set_limit(ShareLimit{100, 100, 1000, 0});
+  s.MarkShort(1, kT0);
+  ShareCall call = s.Begin(kT0, kTuning, "c1");
+  ShareReply r;
+  r.granted = 1;
+  r.remaining = 0;
+  r.other_nodes = 1;  // two daemons: 50/s each
+  s.Finish(r, kT0, kTuning);
+  REQUIRE(s.Take(1, kT0));
+  s.GoLocal(kT0);
+  s.LocalRefill(kT0 + 1'000'000);  // one second later
+  CHECK(s.available(kT0 + 1'000'000) == 50);
+  s.LocalRefill(kT0 + 10'000'000);  // never above its part of the burst
+  CHECK(s.available(kT0 + 10'000'000) == 50);
+  CHECK(call.ask >= 1);
 }
 
 // The engine with cluster mode's limiters, over a registry the test plays
@@ -147,7 +244,7 @@ struct ClusterEngine {
     std::vector<Share*> due;
     shares.Due(now_us, true, &due);
     for (Share* s : due) {
-      ShareCall c = s->Begin(now_us, shares.tuning());
+      ShareCall c = s->Begin(now_us, shares.tuning(), "c");
       s->Finish(CapAnswer(c, &left), now_us, shares.tuning());
     }
   }
@@ -193,7 +290,7 @@ TEST_CASE("shared limiter: a token bucket is shared too", "[share]") {
   Share* s = c.shares.Find("p:bucket|user:alice|rps|requests");
   REQUIRE(s != nullptr);
   CHECK(s->kind() == ShareKind::kBucket);
-  ShareCall call = s->Begin(kT0, c.shares.tuning());
+  ShareCall call = s->Begin(kT0, c.shares.tuning(), "c");
   ShareReply r;
   r.granted = 3;
   s->Finish(r, kT0, c.shares.tuning());

@@ -5,8 +5,8 @@
 namespace brake::integration {
 
 ClusterFixture::ClusterFixture(int nodes, const json& policies,
-                               const json& prices, const json& extra)
-    : redis_(redis_dir_.path()) {
+                               const json& prices, const json& extra, bool aof)
+    : redis_(redis_dir_.path(), aof) {
   if (!redis_.Start()) {
     throw std::runtime_error("redis-server did not start: " +
                              ReadFile(redis_dir_.File("redis.log")));

@@ -22,8 +22,10 @@ class ClusterFixture {
   // Throws std::runtime_error (with the logs) when something does not
   // start. `extra` is merged into every daemon's config (its `cluster`
   // object too).
+  // With `aof`, Redis keeps an append-only file (appendfsync always), so
+  // that it can be killed and started again with what it had.
   ClusterFixture(int nodes, const json& policies, const json& prices = nullptr,
-                 const json& extra = nullptr);
+                 const json& extra = nullptr, bool aof = false);
   ~ClusterFixture();
 
   size_t size() const { return daemons_.size(); }
