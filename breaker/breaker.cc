@@ -273,6 +273,13 @@ void Breaker::OnSpend(int64_t tokens, int64_t now_us) {
        now_us);
 }
 
+void Breaker::OpenUntil(Cause cause, int64_t until_us, std::string figures,
+                        int64_t now_us) {
+  Advance(now_us);
+  if (until_us <= now_us) return;
+  Open(cause, sat::SatSub(until_us, now_us), std::move(figures), now_us);
+}
+
 void Breaker::Trip(int64_t open_ms, int64_t now_us) {
   Advance(now_us);
   if (open_ms <= 0) open_ms = spec_.open_ms;

@@ -126,6 +126,10 @@ class Breaker {
   void Trip(int64_t open_ms, int64_t now_us);
   // Admin reset: closed, windows cleared, backoff forgotten.
   void Reset(int64_t now_us);
+  // Opened elsewhere (another daemon of a cluster): open with `cause`
+  // until `until_us`, never shortening a longer open time.
+  void OpenUntil(Cause cause, int64_t until_us, std::string figures,
+                 int64_t now_us);
 
   Snapshot View(int64_t now_us) const;
   // True when this breaker decides from now on exactly as a new one of its

@@ -4,6 +4,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include <hiredis/hiredis.h>
@@ -21,6 +22,9 @@ constexpr size_t kBucketScript = 1;
 constexpr int kMaxHolds = 3;  // a request is held at most this often
 // A call unanswered this long means Redis hangs: the link is dropped.
 constexpr int64_t kCallTimeoutUs = 250'000;
+// Shared policies and breakers are looked at this often (a breaker opened
+// on one daemon is open on the others within about this).
+constexpr int64_t kPollUs = 50'000;
 
 std::vector<std::string> Scripts() {
   return {std::string(kCapLua), std::string(kBucketLua)};
@@ -78,6 +82,8 @@ void Cluster::Tick(int64_t now_us, bool scan_all) {
     }
     return;
   }
+  if (!outbox_.empty()) Flush(now_us);
+  if (now_us >= next_poll_us_ && !polling_) Poll(now_us);
   if (!scan_all && !shares_.urgent()) return;
   shares_.Due(now_us, scan_all, &due_);
   for (Share* s : due_) {
@@ -151,6 +157,102 @@ void Cluster::OnAnswer(const std::string& key, const redisReply* reply) {
   if (link_.in_flight() == 0) {
     RedoHeld();
     if (on_answers_) on_answers_();
+  }
+}
+
+void Cluster::Poll(int64_t now_us) {
+  next_poll_us_ = now_us + kPollUs;
+  polling_ = link_.Command(
+      {"MGET", config_.prefix + "policies:version",
+       config_.prefix + "breakers:version"},
+      now_us, [this](const redisReply* r) {
+        polling_ = false;
+        if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+          return;
+        }
+        auto text = [&](size_t i) {
+          const redisReply* e = r->element[i];
+          return e->type == REDIS_REPLY_STRING ? std::string(e->str, e->len)
+                                               : std::string("0");
+        };
+        if (text(0) != policies_version_) ReadPolicies(text(0));
+        if (text(1) != breakers_version_) ReadBreakers(text(1));
+      });
+}
+
+void Cluster::ReadPolicies(const std::string& version) {
+  link_.Command({"HGETALL", config_.prefix + "policies"}, now_us_(),
+                [this, version](const redisReply* r) {
+    if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
+    PolicyMap policies;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      policies.emplace(std::string(r->element[i]->str, r->element[i]->len),
+                       std::string(r->element[i + 1]->str,
+                                   r->element[i + 1]->len));
+    }
+    policies_version_ = version;
+    const bool first = !policies_read_;
+    policies_read_ = true;
+    if (on_policies_) on_policies_(policies, first);
+  });
+}
+
+void Cluster::ReadBreakers(const std::string& version) {
+  link_.Command({"HGETALL", config_.prefix + "breakers"}, now_us_(),
+                [this, version](const redisReply* r) {
+    if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
+    BreakerMap breakers;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string value(r->element[i + 1]->str, r->element[i + 1]->len);
+      const size_t space = value.find(' ');
+      if (space == std::string::npos) continue;
+      SharedOpen open;
+      open.cause = value.substr(0, space);
+      open.open_until_us = std::strtoll(value.c_str() + space + 1, nullptr, 10);
+      breakers.emplace(std::string(r->element[i]->str, r->element[i]->len),
+                       std::move(open));
+    }
+    breakers_version_ = version;
+    if (on_breakers_) on_breakers_(breakers);
+  });
+}
+
+void Cluster::PublishPolicy(const std::string& scope, const std::string& json) {
+  const std::string key = config_.prefix + "policies";
+  if (json.empty()) {
+    outbox_.push_back({"HDEL", key, scope});
+  } else {
+    outbox_.push_back({"HSET", key, scope, json});
+  }
+  outbox_.push_back({"INCR", key + ":version"});
+  Flush(now_us_());
+}
+
+void Cluster::PublishBreaker(const std::string& scope, const std::string& cause,
+                             int64_t open_until_us) {
+  const std::string key = config_.prefix + "breakers";
+  if (cause.empty()) {
+    outbox_.push_back({"HDEL", key, scope});
+  } else {
+    outbox_.push_back(
+        {"HSET", key, scope, cause + " " + std::to_string(open_until_us)});
+  }
+  outbox_.push_back({"INCR", key + ":version"});
+  Flush(now_us_());
+}
+
+void Cluster::Flush(int64_t now_us) {
+  if (!link_.up()) return;  // kept until Redis is back
+  std::vector<std::vector<std::string>> sending;
+  sending.swap(outbox_);
+  for (std::vector<std::string>& argv : sending) {
+    // Lost with the link: sent again once it is back.
+    auto resend = [this, argv](const redisReply* r) {
+      if (r == nullptr) outbox_.push_back(argv);
+    };
+    if (!link_.Command(argv, now_us, std::move(resend))) {
+      outbox_.push_back(std::move(argv));
+    }
   }
 }
 

@@ -71,6 +71,18 @@ class Cluster final : public Gate {
     on_answers_ = std::move(f);
   }
 
+  void PublishPolicy(const std::string& scope,
+                     const std::string& json) override;
+  void PublishBreaker(const std::string& scope, const std::string& cause,
+                      int64_t open_until_us) override;
+  void set_on_policies(
+      std::function<void(const PolicyMap&, bool first)> f) override {
+    on_policies_ = std::move(f);
+  }
+  void set_on_breakers(std::function<void(const BreakerMap&)> f) override {
+    on_breakers_ = std::move(f);
+  }
+
   // Gives back what every share holds, then disconnects.
   void Close(int64_t now_us) override;
   void Abort() override { link_.Abort(); }
@@ -88,6 +100,12 @@ class Cluster final : public Gate {
   void RedoHeld();
   // The link went away or came back since the last Tick.
   void OnLinkChange(bool up, int64_t now_us);
+  // Reads the shared policies' and breakers' versions, and what changed.
+  void Poll(int64_t now_us);
+  void ReadPolicies(const std::string& version);
+  void ReadBreakers(const std::string& version);
+  // Sends what was published (policies, breakers), once Redis is there.
+  void Flush(int64_t now_us);
   std::string NextSeq();
 
   ClusterConfig config_;
@@ -101,6 +119,14 @@ class Cluster final : public Gate {
   std::vector<Held> held_;
   int redo_attempts_ = 0;  // while a held request is handled again
   bool was_up_ = false;
+  int64_t next_poll_us_ = 0;
+  bool polling_ = false;
+  bool policies_read_ = false;  // once since start
+  std::string policies_version_ = "?";  // never matches a version
+  std::string breakers_version_ = "?";
+  std::function<void(const PolicyMap&, bool)> on_policies_;
+  std::function<void(const BreakerMap&)> on_breakers_;
+  std::vector<std::vector<std::string>> outbox_;
   std::string run_nonce_;  // calls are named run_nonce_-N
   uint64_t calls_begun_ = 0;
   std::function<void()> on_answers_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,29 @@ class Gate {
   virtual std::string UnavailableMessage() const = 0;
   // cluster.status's answer.
   virtual nlohmann::json Status(int64_t now_us) const = 0;
+
+  // Policies and breakers shared by the cluster (the daemon decides what
+  // to do with them). Publish: `json` "" deletes the scope's policy.
+  virtual void PublishPolicy(const std::string& scope,
+                             const std::string& json) = 0;
+  // A resource: or global breaker opened here until `open_until_us` with
+  // `cause` ("" when it was reset).
+  virtual void PublishBreaker(const std::string& scope,
+                              const std::string& cause,
+                              int64_t open_until_us) = 0;
+  // Called with every shared policy (scope -> canonical JSON) when they
+  // changed; `first` on the first read since start.
+  using PolicyMap = std::map<std::string, std::string>;
+  virtual void set_on_policies(
+      std::function<void(const PolicyMap&, bool first)> f) = 0;
+  // Called with every shared breaker (scope -> {cause, open_until_us})
+  // when they changed.
+  struct SharedOpen {
+    std::string cause;
+    int64_t open_until_us = 0;
+  };
+  using BreakerMap = std::map<std::string, SharedOpen>;
+  virtual void set_on_breakers(std::function<void(const BreakerMap&)> f) = 0;
 
   // The daemon's timer: keeps the link, makes the calls due (with
   // `scan_all`, every share's renewals and give-backs too).

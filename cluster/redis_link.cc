@@ -170,6 +170,13 @@ bool RedisLink::Eval(size_t index, const std::vector<std::string>& keys,
   });
 }
 
+bool RedisLink::Command(const std::vector<std::string>& argv, int64_t now_us,
+                        Done done) {
+  now_us_ = now_us;
+  if (state_ != State::kUp) return false;
+  return Send(argv, now_us, std::move(done));
+}
+
 bool RedisLink::Send(const std::vector<std::string>& argv, int64_t now_us,
                      Done done) {
   if (ctx_ == nullptr) return false;

@@ -56,6 +56,10 @@ class RedisLink {
   // called) when the link is not up.
   bool Eval(size_t index, const std::vector<std::string>& keys,
             const std::vector<std::string>& args, int64_t now_us, Done done);
+  // Runs one plain command (argv); false (and `done` is not called) when
+  // the link is not up.
+  bool Command(const std::vector<std::string>& argv, int64_t now_us,
+               Done done);
   // Disconnects for good: calls in flight are answered nullptr; the
   // connection's handle closes on the loop.
   void Close(int64_t now_us);

@@ -220,10 +220,15 @@ void Daemon::MarkRunning() {
 // run time for the same scope or model. A scope dropped from the file on
 // reload loses its policy.
 void Daemon::ApplyConfig(const Config& config, const Config* previous) {
+  // Cluster mode: a reload's changes go to every daemon; at start the
+  // first read of the shared policies puts the file's on top of them
+  // (AdoptSharedPolicies).
+  cluster::Gate* publish = previous != nullptr ? cluster_.get() : nullptr;
   if (previous != nullptr) {
     for (const auto& [scope, policy] : previous->policies) {
       if (!config.policies.count(scope)) {
         dispatcher_->decider()->DeletePolicy(scope);
+        if (publish != nullptr) publish->PublishPolicy(scope, "");
       }
     }
   }
@@ -231,6 +236,7 @@ void Daemon::ApplyConfig(const Config& config, const Config* previous) {
     const Policy* current = engine_->GetPolicy(scope);
     if (current == nullptr || current->json != policy.json) {
       dispatcher_->decider()->SetPolicy(scope, policy);
+      if (publish != nullptr) publish->PublishPolicy(scope, policy.json);
     }
   }
   for (const auto& [model, price] : config.prices) {

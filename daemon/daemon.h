@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <utility>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ class Daemon : public Server::Gate, public DeferredOps {
   Status StartCluster();
   void StartClusterTimer();
   void StopCluster();
+  void AdoptSharedPolicies(const cluster::Gate::PolicyMap& remote, bool first);
+  void AdoptSharedBreakers(const cluster::Gate::BreakerMap& remote);
+  void PublishBreakers();
   Status Serve(std::unique_ptr<Store> store);
   void ServeMetrics();
   void StartHandles();
@@ -107,6 +111,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   uv_check_t check_;
   uv_timer_t cluster_timer_;  // cluster mode only
   uint64_t cluster_ticks_ = 0;
+  std::set<std::string> shared_breakers_;  // in Redis at the last read
   bool handles_open_ = false;
 
   // Sealed batches not yet committed, with when they were sealed: in

@@ -92,7 +92,19 @@ void Decider::Touch(const std::string& scope, breaker::Breaker* b,
     dirty_.insert(scope);
     ++mutations_;
   }
+  const bool shared = share_breakers_ && !applying_shared_ &&
+                      (scope == "global" || scope.rfind("resource:", 0) == 0);
   for (const breaker::Transition& t : transitions) {
+    if (shared && (t.to == breaker::BreakerState::kOpen ||
+                   (t.to == breaker::BreakerState::kClosed &&
+                    t.cause == breaker::Cause::kNone &&
+                    t.from == breaker::BreakerState::kOpen))) {
+      shared_changes_.push_back(SharedBreaker{
+          scope, t.to == breaker::BreakerState::kOpen ? t.cause
+                                                      : breaker::Cause::kNone,
+          t.to == breaker::BreakerState::kOpen ? b->View(t.at_us).open_until_us
+                                               : 0});
+    }
     if (t.to == breaker::BreakerState::kOpen &&
         t.from != breaker::BreakerState::kOpen &&
         static_cast<size_t>(t.cause) < trips_.size()) {
@@ -256,7 +268,30 @@ void Decider::Reset(const std::string& scope, int64_t now_us) {
   auto it = breakers_.find(scope);
   if (it == breakers_.end()) return;
   it->second->Reset(now_us);
+  if (share_breakers_ && !applying_shared_ &&
+      (scope == "global" || scope.rfind("resource:", 0) == 0)) {
+    shared_changes_.push_back(SharedBreaker{scope, breaker::Cause::kNone, 0});
+  }
   Touch(scope, it->second.get(), true);
+}
+
+std::vector<SharedBreaker> Decider::TakeSharedChanges() {
+  std::vector<SharedBreaker> out;
+  out.swap(shared_changes_);
+  return out;
+}
+
+void Decider::ApplyShared(const SharedBreaker& shared, int64_t now_us) {
+  applying_shared_ = true;
+  if (shared.cause == breaker::Cause::kNone) {
+    Reset(shared.scope, now_us);
+  } else {
+    breaker::Breaker* b = For(shared.scope, /*create_default=*/true);
+    b->OpenUntil(shared.cause, shared.open_until_us,
+                 "opened on another daemon of the cluster", now_us);
+    Touch(shared.scope, b, true);
+  }
+  applying_shared_ = false;
 }
 
 std::vector<BreakerView> Decider::Views(const std::vector<std::string>& scopes,

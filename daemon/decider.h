@@ -36,6 +36,14 @@ struct BreakerView {
   breaker::Snapshot snapshot;
 };
 
+// Cluster mode: a `resource:` or `global` breaker that opened (or was
+// extended) here, or was reset (cause kNone), for the other daemons.
+struct SharedBreaker {
+  std::string scope;
+  breaker::Cause cause = breaker::Cause::kNone;
+  int64_t open_until_us = 0;  // the daemon clock (wall-anchored)
+};
+
 class Decider {
  public:
   explicit Decider(Engine* engine);
@@ -79,6 +87,14 @@ class Decider {
                                  int64_t now_us);
   // Every breaker that is not closed.
   std::vector<BreakerView> OpenViews(int64_t now_us);
+
+  // Cluster mode: breakers of resource: and global scopes that opened or
+  // were reset here since the last call (not those applied from others).
+  std::vector<SharedBreaker> TakeSharedChanges();
+  // Applies what another daemon reported: opens `b.scope`'s breaker until
+  // b.open_until_us (never shortening a longer open time), or resets it.
+  void ApplyShared(const SharedBreaker& b, int64_t now_us);
+  void set_share_breakers(bool on) { share_breakers_ = on; }
 
   // Restores a persisted breaker (after the policies are set).
   void RestoreBreaker(const BreakerRow& row);
@@ -124,6 +140,9 @@ class Decider {
   std::vector<std::string> dropped_;  // rows to delete at the next Drain
   size_t drop_cursor_ = 0;
   std::vector<std::string> log_;
+  std::vector<SharedBreaker> shared_changes_;
+  bool share_breakers_ = false;
+  bool applying_shared_ = false;
   uint64_t mutations_ = 0;
   std::array<int64_t, 7> trips_{};  // by breaker::Cause
 };

@@ -286,6 +286,9 @@ struct OpHandlers {
       if (Status s = CheckClusterPolicy(*policy, ""); !s.ok()) return s;
     }
     json canonical = json::parse(policy->json);
+    if (ctx.dispatcher->cluster_ != nullptr) {
+      ctx.dispatcher->cluster_->PublishPolicy(scope, policy->json);
+    }
     ctx.dispatcher->decider_.SetPolicy(scope, std::move(*policy));
     (*ctx.reply)["scope"] = scope;
     (*ctx.reply)["policy"] = std::move(canonical);
@@ -312,8 +315,11 @@ struct OpHandlers {
   }
 
   static Status PolicyDelete(OpContext& ctx) {
-    (*ctx.reply)["deleted"] =
-        ctx.dispatcher->decider_.DeletePolicy(Str(ctx.request.body(), "scope"));
+    const std::string scope = Str(ctx.request.body(), "scope");
+    if (ctx.dispatcher->cluster_ != nullptr) {
+      ctx.dispatcher->cluster_->PublishPolicy(scope, "");
+    }
+    (*ctx.reply)["deleted"] = ctx.dispatcher->decider_.DeletePolicy(scope);
     return Status::Ok();
   }
 
