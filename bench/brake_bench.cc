@@ -34,7 +34,9 @@ throughput, latency, grants, denials and the grant rate over time.
 
   --socket PATH          braked's socket (default: $BRAKE_SOCKET, else
                          $XDG_RUNTIME_DIR/brake/braked.sock, else
-                         /tmp/brake-$UID/braked.sock)
+                         /tmp/brake-$UID/braked.sock); PATH,PATH,...: the
+                         daemons of a cluster, connection i on the
+                         (i mod N)-th
   --connections N        connections (default 16)
   --depth D              requests in flight per connection (default 16);
                          with --commit, commits count towards D

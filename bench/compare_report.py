@@ -6,7 +6,7 @@ medians into ratios and targets; `print_table` prints both tables.
 """
 
 SYSTEMS = ["echo", "echo-process", "redis-none", "redis-everysec",
-           "redis-always", "brake-batched", "brake-strict"]
+           "redis-always", "brake-batched", "brake-strict", "brake-cluster"]
 LABELS = {
     "echo": "echo floor (brake-bench --echo)",
     "echo-process": "echo floor, own process (brake-bench --echo-server)",
@@ -15,6 +15,7 @@ LABELS = {
     "redis-always": "Redis + Lua, appendfsync always",
     "brake-batched": "braked, durability batched",
     "brake-strict": "braked, durability strict",
+    "brake-cluster": "3 braked sharing Redis, durability batched",
 }
 
 
@@ -50,6 +51,10 @@ def evaluate(res, small, big, paired=None):
         "ops_per_sec", big, ">=", 0.5)
     add("brake-batched / echo, p50", "brake-batched", "echo", "p50_us", small,
         "<=", 1.15)
+    add("brake-cluster / redis-none, ops/s", "brake-cluster", "redis-none",
+        "ops_per_sec", big, ">=", 5)
+    add("brake-cluster / brake-batched, ops/s", "brake-cluster",
+        "brake-batched", "ops_per_sec", big, None, None)
     if paired:
         # Judged like the row above; suspect when the floor's median is
         # slower than braked's (a disturbed floor "meets" it by accident).

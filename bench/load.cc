@@ -59,8 +59,17 @@ Result<LoadResult> RunLoad(const LoadConfig& config) {
       c->fd = -1;
     }
   };
+  // "A,B,C": connection i connects to the (i mod 3)-th socket (daemons of
+  // one cluster).
+  std::vector<std::string> sockets;
+  for (size_t start = 0;;) {
+    const size_t comma = config.socket_path.find(',', start);
+    sockets.push_back(config.socket_path.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
   for (int i = 0; i < config.connections; ++i) {
-    Result<int> fd = ConnectUnix(config.socket_path);
+    Result<int> fd = ConnectUnix(sockets[i % sockets.size()]);
     if (!fd.ok()) {
       close_all();
       return Status(fd.status().code(),

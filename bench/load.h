@@ -31,7 +31,7 @@ namespace brake::bench {
 enum class BenchOp { kAcquire, kPing };
 
 struct LoadConfig {
-  std::string socket_path;
+  std::string socket_path;  // or "A,B,...": connection i uses the (i mod N)-th
   int connections = 16;
   int depth = 16;
   int threads = 1;  // Load threads; clamped to [1, connections].

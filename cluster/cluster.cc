@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,13 @@ constexpr int64_t kCallTimeoutUs = 250'000;
 // Shared policies and breakers are looked at this often (a breaker opened
 // on one daemon is open on the others within about this).
 constexpr int64_t kPollUs = 50'000;
+// Each node's entry in PREFIX nodes: written this often, shown as live
+// while younger than kNodeLiveUs, dropped by the others after kNodeGoneUs.
+constexpr int64_t kHeartbeatUs = 1'000'000;
+constexpr int64_t kNodeLiveUs = 5'000'000;
+constexpr int64_t kNodeGoneUs = 3'600'000'000;
+// What a node's entry lists of its shares: the most held.
+constexpr size_t kHeartbeatShares = 50;
 
 std::vector<std::string> Scripts() {
   return {std::string(kCapLua), std::string(kBucketLua)};
@@ -84,6 +92,7 @@ void Cluster::Tick(int64_t now_us, bool scan_all) {
   }
   if (!outbox_.empty()) Flush(now_us);
   if (now_us >= next_poll_us_ && !polling_) Poll(now_us);
+  if (now_us >= next_heartbeat_us_) Heartbeat(now_us);
   if (!scan_all && !shares_.urgent()) return;
   shares_.Due(now_us, scan_all, &due_);
   for (Share* s : due_) {
@@ -178,6 +187,53 @@ void Cluster::Poll(int64_t now_us) {
         if (text(0) != policies_version_) ReadPolicies(text(0));
         if (text(1) != breakers_version_) ReadBreakers(text(1));
       });
+}
+
+void Cluster::Heartbeat(int64_t now_us) {
+  next_heartbeat_us_ = now_us + kHeartbeatUs;
+  std::vector<const Share*> held;
+  shares_.ForEach([&](const Share& s) {
+    if (s.slice().held() > 0) held.push_back(&s);
+  });
+  std::sort(held.begin(), held.end(), [](const Share* a, const Share* b) {
+    return a->slice().held() > b->slice().held();
+  });
+  if (held.size() > kHeartbeatShares) held.resize(kHeartbeatShares);
+  json shares = json::array();
+  for (const Share* s : held) {
+    shares.push_back({{"key", s->key()},
+                      {"held", s->slice().held()},
+                      {"available", s->available(now_us)}});
+  }
+  const json entry = {{"seen_ms", now_us / 1000},
+                      {"shares", shares_.size()},
+                      {"held", std::move(shares)}};
+  const std::string key = config_.prefix + "nodes";
+  link_.Command({"HSET", key, config_.node, entry.dump()}, now_us,
+                [](const redisReply*) {});
+  link_.Command({"HGETALL", key}, now_us, [this, key](const redisReply* r) {
+    if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
+    const int64_t now = now_us_();
+    json nodes = json::array();
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string node(r->element[i]->str, r->element[i]->len);
+      json e = json::parse(std::string(r->element[i + 1]->str,
+                                       r->element[i + 1]->len),
+                           nullptr, /*allow_exceptions=*/false);
+      if (!e.is_object() || !e["seen_ms"].is_number_integer()) continue;
+      const int64_t age_us = now - e["seen_ms"].get<int64_t>() * 1000;
+      if (age_us > kNodeGoneUs) {
+        link_.Command({"HDEL", key, node}, now, [](const redisReply*) {});
+        continue;
+      }
+      nodes.push_back({{"node", node},
+                       {"live", age_us <= kNodeLiveUs},
+                       {"seen_ms_ago", std::max<int64_t>(0, age_us / 1000)},
+                       {"shares", e.value("shares", json(0))},
+                       {"held", e.value("held", json::array())}});
+    }
+    nodes_ = std::move(nodes);
+  });
 }
 
 void Cluster::ReadPolicies(const std::string& version) {
@@ -335,6 +391,7 @@ json Cluster::Status(int64_t now_us) const {
           {"held_requests", counters_.held_requests},
           {"local_grants", local_grants},
           {"unreported", unreported},
+          {"nodes", nodes_},
           {"shares", std::move(shares)}};
 }
 

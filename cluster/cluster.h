@@ -104,6 +104,9 @@ class Cluster final : public Gate {
   void Poll(int64_t now_us);
   void ReadPolicies(const std::string& version);
   void ReadBreakers(const std::string& version);
+  // Every second: this node's entry in PREFIX nodes (when it was seen, its
+  // link, what it holds), and every node's, for cluster.status.
+  void Heartbeat(int64_t now_us);
   // Sends what was published (policies, breakers), once Redis is there.
   void Flush(int64_t now_us);
   std::string NextSeq();
@@ -127,6 +130,8 @@ class Cluster final : public Gate {
   std::function<void(const PolicyMap&, bool)> on_policies_;
   std::function<void(const BreakerMap&)> on_breakers_;
   std::vector<std::vector<std::string>> outbox_;
+  int64_t next_heartbeat_us_ = 0;
+  nlohmann::json nodes_ = nlohmann::json::array();  // as last read
   std::string run_nonce_;  // calls are named run_nonce_-N
   uint64_t calls_begun_ = 0;
   std::function<void()> on_answers_;

@@ -26,8 +26,7 @@ int64_t FairShare(int64_t remaining, int nodes) {
   return std::max<int64_t>(1, remaining / (2 * std::max(nodes, 1)));
 }
 
-int64_t Slice::available(int64_t now_us) const {
-  if (now_us >= expires_us_) return 0;
+int64_t Slice::available(int64_t /*now_us*/) const {
   return std::max<int64_t>(0, held_ - used_);
 }
 
@@ -41,12 +40,7 @@ void Slice::Settle(int64_t delta) {
   used_ = std::max<int64_t>(0, sat::SatAdd(used_, delta));
 }
 
-void Slice::Add(const SliceGrant& grant, int64_t now_us) {
-  if (now_us >= expires_us_) {
-    // Redis counted the expired slice as spent whole: nothing of it is held
-    // any more, but what was used of it is still this node's to report.
-    held_ = std::min(held_, used_);
-  }
+void Slice::Add(const SliceGrant& grant, int64_t /*now_us*/) {
   held_ = sat::SatAdd(held_, std::max<int64_t>(0, grant.units));
   expires_us_ = grant.expires_us;
 }

@@ -3,10 +3,10 @@
 // In cluster mode a shared quota or cost cap lives in Redis as what is left
 // of it. A daemon does not ask Redis per decision: it leases a slice (some
 // units, until an expiry), grants reservations from the slice locally, and
-// gives back what it does not use. Redis hands out only what is left, and a
-// slice that expires unreturned (its daemon died) counts as spent there, so
-// the sum of every daemon's grants never passes the cap; a death can waste
-// capacity, never overshoot it.
+// gives back what it does not use. Redis hands out only what is left and
+// counts every unit of a slice until it is given back, so the sum of every
+// daemon's grants never passes the cap; a slice never given back (its daemon
+// died) stays counted: a death can waste capacity, never overshoot it.
 //
 // This is the daemon's side of one slice, pure: no IO, no clock (time is a
 // parameter). SliceToAsk says how large the next lease should be: enough for
@@ -18,8 +18,8 @@
 
 namespace brake::cluster {
 
-// What Redis granted: `units` more, all of the slice valid until
-// `expires_us` (a lease renewed moves the expiry of the whole slice).
+// What Redis granted: `units` more, and the slice's entry in Redis renewed
+// until `expires_us` (a lease renewed moves the expiry of the whole slice).
 struct SliceGrant {
   int64_t units = 0;
   int64_t expires_us = 0;
@@ -37,7 +37,10 @@ int64_t FairShare(int64_t remaining, int nodes);
 
 class Slice {
  public:
-  // Units that may be granted from the slice now: none once it expired.
+  // Units that may be granted from the slice now. Its expiry does not
+  // change them: Redis counts every unit of a slice until it is given back,
+  // so granting from it is safe however old it is; the expiry only says
+  // when to renew its entry (which tells the other daemons it is alive).
   int64_t available(int64_t now_us) const;
   int64_t held() const { return held_; }
   int64_t used() const { return used_; }
@@ -53,9 +56,7 @@ class Slice {
   void Settle(int64_t delta);
   int64_t debt() const { return used_ > held_ ? used_ - held_ : 0; }
 
-  // Adds what Redis granted. A grant that comes after the slice expired
-  // starts a new slice: what the old one held was counted as spent by Redis,
-  // and what was used of it stays used (settled there at the next return).
+  // Adds what Redis granted and moves the expiry.
   void Add(const SliceGrant& grant, int64_t now_us);
   // Adds `units` without a new lease: given-back units whose call never
   // reached Redis, or a local share while Redis is away. The slice is then
@@ -66,8 +67,7 @@ class Slice {
   bool NeedsRefill(int64_t now_us, int64_t low_water, int64_t renew_us) const;
 
   // Gives back all but `keep` of the available units: returns how many, which
-  // leave the slice (Redis adds them back to the limit). An expired slice
-  // returns nothing.
+  // leave the slice (Redis adds them back to the limit).
   int64_t GiveBack(int64_t keep, int64_t now_us);
   // Moves `settled` used units out of the slice (reported to Redis as spent,
   // so they no longer hold slice capacity). At most what is used.

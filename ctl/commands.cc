@@ -290,6 +290,14 @@ std::vector<CommandSpec> MakeCommands() {
                      "usd per million output tokens", true)},
                nullptr,
                RenderOk});
+  c.push_back({"cluster",
+               "cluster.status",
+               "cluster mode: this node, its link to Redis, every node and "
+               "the slices of shared limits they hold",
+               true,
+               {},
+               nullptr,
+               RenderCluster});
   c.push_back({"metrics",
                "metrics",
                "print the Prometheus metrics text",

@@ -48,6 +48,10 @@ void RenderUsage(const nlohmann::json& request, const nlohmann::json& reply,
 // The "rows" of a `top` reply as a table, busiest first.
 void RenderTopRows(const nlohmann::json& request, const nlohmann::json& reply,
                    std::ostream& out);
+// cluster.status: this node, its link, every node's entry, this node's
+// shares (render_cluster.cc).
+void RenderCluster(const nlohmann::json& request, const nlohmann::json& reply,
+                   std::ostream& out);
 // The "text" field unchanged (Prometheus exposition).
 void RenderMetrics(const nlohmann::json& request, const nlohmann::json& reply,
                    std::ostream& out);

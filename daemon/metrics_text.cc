@@ -160,6 +160,48 @@ void UserSeries(const std::vector<SubjectActivity>& users, PromText* t) {
   }
 }
 
+// Cluster mode's series (docs/CLUSTER.md), from cluster.status.
+void ClusterSeries(const nlohmann::json& status, PromText* t) {
+  if (!status.is_object()) return;
+  auto num = [&status](const char* key) {
+    auto it = status.find(key);
+    return it != status.end() && it->is_number() ? it->get<int64_t>() : 0;
+  };
+  auto one = [t](const char* name, const char* help, const char* type,
+                 int64_t value) {
+    t->Family(name, help, type);
+    t->Sample(name, {}, value);
+  };
+  one("brake_cluster_link_up", "1 while the link to Redis is up.", "gauge",
+      status.value("link", "") == "up" ? 1 : 0);
+  one("brake_cluster_redis_calls_total",
+      "Slice calls to Redis answered (leases, renewals, give-backs).",
+      "counter", num("share_calls"));
+  one("brake_cluster_slice_refills_total",
+      "Slice calls that were granted units.", "counter", num("refills"));
+  one("brake_cluster_give_backs_total",
+      "Slice calls that gave unused units back.", "counter",
+      num("give_backs"));
+  one("brake_cluster_failed_calls_total",
+      "Slice calls with no answer or an error.", "counter",
+      num("failed_calls"));
+  one("brake_cluster_held_requests_total",
+      "Acquires held until Redis answered (their slice was short).",
+      "counter", num("held_requests"));
+  t->Family("brake_cluster_seconds_without_redis_total",
+            "Time without a usable link to Redis since start.", "counter");
+  t->Sample("brake_cluster_seconds_without_redis_total", {},
+            static_cast<double>(num("down_ms")) / 1000.0);
+  one("brake_cluster_local_grants_total",
+      "Grants from the local share while Redis was away (local).",
+      "counter", num("local_grants"));
+  one("brake_cluster_shares", "Shared limits this daemon holds a share of.",
+      "gauge",
+      status.contains("shares") && status["shares"].is_array()
+          ? static_cast<int64_t>(status["shares"].size())
+          : 0);
+}
+
 }  // namespace
 
 std::string MetricsText(const MetricsSources& src) {
@@ -235,6 +277,7 @@ std::string MetricsText(const MetricsSources& src) {
       src.lease_cap_refusals;
   LimitSeries(hits, &t);
   UserSeries(src.top_users, &t);
+  ClusterSeries(src.cluster, &t);
   return t.Take();
 }
 

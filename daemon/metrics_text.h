@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "budget/engine.h"
 #include "daemon/counters.h"
 #include "daemon/top_tracker.h"
@@ -58,6 +60,8 @@ struct MetricsSources {
   std::array<int64_t, 7> breaker_trips{};  // by breaker::Cause (kNone unused)
   // The busiest users (at most metrics_top_users), busiest first.
   std::vector<SubjectActivity> top_users;
+  // Cluster mode: cluster.status's answer (null for a single node).
+  nlohmann::json cluster;
 };
 
 // The exposition: one family after another, each sample on its own line.

@@ -37,6 +37,7 @@ std::string MetricsExposition(Dispatcher& d, int64_t now_us) {
   src.top_users = d.top()
                       .Of(TopKind::kUser)
                       .Top(static_cast<size_t>(d.config().metrics_top_users));
+  if (d.cluster() != nullptr) src.cluster = d.cluster()->Status(now_us);
   return MetricsText(src);
 }
 

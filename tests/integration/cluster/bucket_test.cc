@@ -15,7 +15,7 @@
 namespace brake::integration {
 namespace {
 
-TEST_CASE("cluster: a shared token bucket admits its rate across daemons",
+TEST_CASE("a shared token bucket admits its rate across daemons",
           "[cluster]") {
   const json policies = {
       {"user:*",

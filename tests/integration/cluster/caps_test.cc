@@ -31,7 +31,7 @@ struct TrialSums {
   int64_t committed_usd_nano = 0;
 };
 
-TEST_CASE("cluster: caps hold across three daemons in barrier trials",
+TEST_CASE("caps hold across three daemons in barrier trials",
           "[cluster]") {
   const json policies = {
       {"user:*",

@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kCap = 200'000;
 constexpr int64_t kSliceTtlMs = 5000;
 
-TEST_CASE("cluster: a daemon killed under load wastes, never overshoots",
+TEST_CASE("a daemon killed under load wastes, never overshoots",
           "[cluster]") {
   const json policies = {
       {"user:*",

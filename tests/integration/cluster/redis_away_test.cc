@@ -108,7 +108,7 @@ void CheckBack(const Outage& o, size_t daemons) {
   for (size_t d = 0; d < daemons; ++d) CHECK(grants_after[d] > 0);
 }
 
-TEST_CASE("cluster: Redis away, closed: acquires answer at once, then recover",
+TEST_CASE("Redis away, closed: acquires answer at once, then recover",
           "[cluster]") {
   ClusterFixture cluster(3, AwayPolicies(), nullptr, nullptr, /*aof=*/true);
   Load load(cluster, 4, kUsers, 100);
@@ -120,7 +120,7 @@ TEST_CASE("cluster: Redis away, closed: acquires answer at once, then recover",
   CheckExact(cluster, load, o);
 }
 
-TEST_CASE("cluster: Redis away, local: granted from the local share",
+TEST_CASE("Redis away, local: granted from the local share",
           "[cluster]") {
   ClusterFixture cluster(3, AwayPolicies(), nullptr,
                          {{"cluster", {{"on_unavailable", "local"}}}},

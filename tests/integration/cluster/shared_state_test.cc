@@ -11,7 +11,7 @@
 namespace brake::integration {
 namespace {
 
-TEST_CASE("cluster: policy.set on one daemon is enforced by the others",
+TEST_CASE("policy.set on one daemon is enforced by the others",
           "[cluster]") {
   ClusterFixture cluster(3, nullptr);
   Client c0 = cluster.Connect(0), c1 = cluster.Connect(1),
@@ -43,7 +43,7 @@ TEST_CASE("cluster: policy.set on one daemon is enforced by the others",
   REQUIRE(PollUntil([&] { return c0.Call(acquire)["granted"] == true; }, 1000));
 }
 
-TEST_CASE("cluster: a resource breaker opened on one daemon is open on all",
+TEST_CASE("a resource breaker opened on one daemon is open on all",
           "[cluster]") {
   ClusterFixture cluster(3, nullptr);
   Client c0 = cluster.Connect(0), c1 = cluster.Connect(1),
