@@ -47,6 +47,11 @@ class Engine {
   void SetPolicy(const std::string& scope, Policy policy);
   bool DeletePolicy(const std::string& scope);  // false: there was none
   const Policy* GetPolicy(const std::string& scope) const;
+  // The policy that applies to the concrete `scope`: its own, else its
+  // kind's default; nullptr when none.
+  const Policy* EffectivePolicy(const std::string& scope) const {
+    return PolicyFor(scope);
+  }
   const std::map<std::string, Policy>& policies() const { return policies_; }
   void SetPrice(const std::string& model, Price price);
   const Price* GetPrice(std::string_view model) const;

@@ -20,6 +20,7 @@ using json = nlohmann::json;
 
 constexpr size_t kCapScript = 0;
 constexpr size_t kBucketScript = 1;
+constexpr size_t kResetScript = 2;
 constexpr int kMaxHolds = 3;  // a request is held at most this often
 // A call unanswered this long means Redis hangs: the link is dropped.
 constexpr int64_t kCallTimeoutUs = 250'000;
@@ -35,7 +36,8 @@ constexpr int64_t kNodeGoneUs = 3'600'000'000;
 constexpr size_t kHeartbeatShares = 50;
 
 std::vector<std::string> Scripts() {
-  return {std::string(kCapLua), std::string(kBucketLua)};
+  return {std::string(kCapLua), std::string(kBucketLua),
+          std::string(kResetLua)};
 }
 
 int64_t Element(const redisReply* r, size_t i, int64_t absent = 0) {
@@ -109,7 +111,7 @@ void Cluster::OnLinkChange(bool up, int64_t now_us) {
     if (up) {
       s.EndLocal();
     } else {
-      s.GoLocal(now_us);
+      s.GoLocal(now_us, live_nodes_);
     }
   });
 }
@@ -173,10 +175,10 @@ void Cluster::Poll(int64_t now_us) {
   next_poll_us_ = now_us + kPollUs;
   polling_ = link_.Command(
       {"MGET", config_.prefix + "policies:version",
-       config_.prefix + "breakers:version"},
+       config_.prefix + "breakers:version", config_.prefix + "resets:version"},
       now_us, [this](const redisReply* r) {
         polling_ = false;
-        if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
           return;
         }
         auto text = [&](size_t i) {
@@ -186,6 +188,7 @@ void Cluster::Poll(int64_t now_us) {
         };
         if (text(0) != policies_version_) ReadPolicies(text(0));
         if (text(1) != breakers_version_) ReadBreakers(text(1));
+        if (text(2) != resets_version_) ReadResets(text(2));
       });
 }
 
@@ -232,20 +235,30 @@ void Cluster::Heartbeat(int64_t now_us) {
                        {"shares", e.value("shares", json(0))},
                        {"held", e.value("held", json::array())}});
     }
+    live_nodes_ = 0;
+    for (const json& n : nodes) live_nodes_ += n["live"] == true ? 1 : 0;
     nodes_ = std::move(nodes);
   });
 }
 
-void Cluster::ReadPolicies(const std::string& version) {
-  link_.Command({"HGETALL", config_.prefix + "policies"}, now_us_(),
-                [this, version](const redisReply* r) {
+void Cluster::ReadHash(
+    const std::string& name,
+    std::function<void(const std::map<std::string, std::string>&)> done) {
+  link_.Command({"HGETALL", config_.prefix + name}, now_us_(),
+                [done = std::move(done)](const redisReply* r) {
     if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
-    PolicyMap policies;
+    std::map<std::string, std::string> fields;
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
-      policies.emplace(std::string(r->element[i]->str, r->element[i]->len),
-                       std::string(r->element[i + 1]->str,
-                                   r->element[i + 1]->len));
+      fields.emplace(std::string(r->element[i]->str, r->element[i]->len),
+                     std::string(r->element[i + 1]->str,
+                                 r->element[i + 1]->len));
     }
+    done(fields);
+  });
+}
+
+void Cluster::ReadPolicies(const std::string& version) {
+  ReadHash("policies", [this, version](const PolicyMap& policies) {
     policies_version_ = version;
     const bool first = !policies_read_;
     policies_read_ = true;
@@ -254,23 +267,64 @@ void Cluster::ReadPolicies(const std::string& version) {
 }
 
 void Cluster::ReadBreakers(const std::string& version) {
-  link_.Command({"HGETALL", config_.prefix + "breakers"}, now_us_(),
-                [this, version](const redisReply* r) {
-    if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
+  ReadHash("breakers", [this, version](
+                           const std::map<std::string, std::string>& fields) {
     BreakerMap breakers;
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-      const std::string value(r->element[i + 1]->str, r->element[i + 1]->len);
+    for (const auto& [scope, value] : fields) {
       const size_t space = value.find(' ');
       if (space == std::string::npos) continue;
-      SharedOpen open;
-      open.cause = value.substr(0, space);
-      open.open_until_us = std::strtoll(value.c_str() + space + 1, nullptr, 10);
-      breakers.emplace(std::string(r->element[i]->str, r->element[i]->len),
-                       std::move(open));
+      breakers[scope] = SharedOpen{
+          value.substr(0, space),
+          std::strtoll(value.c_str() + space + 1, nullptr, 10)};
     }
     breakers_version_ = version;
     if (on_breakers_) on_breakers_(breakers);
   });
+}
+
+void Cluster::ReadResets(const std::string& version) {
+  ReadHash("resets", [this, version](
+                         const std::map<std::string, std::string>& fields) {
+    resets_version_ = version;
+    ResetMap resets;
+    for (const auto& [scope, value] : fields) {
+      const int64_t at = std::strtoll(value.c_str(), nullptr, 10);
+      auto own = own_resets_.find(scope);
+      if (own != own_resets_.end() && own->second == at) continue;  // done
+      RecountScope(scope);
+      resets[scope] = at;
+    }
+    const bool first = !resets_read_;
+    resets_read_ = true;
+    if (on_resets_) on_resets_(resets, first);
+  });
+}
+
+void Cluster::RecountScope(const std::string& scope) {
+  const std::string part = "|" + scope + "|";
+  shares_.ForEachMutable([&](Share& s) {
+    if (s.key().find(part) != std::string::npos) {
+      s.Reset();
+      shares_.NoteDue(&s);
+    }
+  });
+}
+
+bool Cluster::ResetShared(const std::string& scope,
+                          const std::vector<SharedKey>& keys, int64_t now_us) {
+  if (!link_.up()) return false;
+  RecountScope(scope);
+  for (const SharedKey& k : keys) {
+    link_.Eval(kResetScript, {k.key},
+               {k.bucket ? "bucket" : "cap", std::to_string(k.burst)}, now_us,
+               [](const redisReply*) {});
+  }
+  const std::string key = config_.prefix + "resets";
+  own_resets_[scope] = now_us;
+  link_.Command({"HSET", key, scope, std::to_string(now_us)}, now_us,
+                [](const redisReply*) {});
+  link_.Command({"INCR", key + ":version"}, now_us, [](const redisReply*) {});
+  return true;
 }
 
 void Cluster::PublishPolicy(const std::string& scope, const std::string& json) {

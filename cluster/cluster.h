@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,13 @@ class Cluster final : public Gate {
     on_breakers_ = std::move(f);
   }
 
+  bool ResetShared(const std::string& scope, const std::vector<SharedKey>& keys,
+                   int64_t now_us) override;
+  void set_on_resets(
+      std::function<void(const ResetMap&, bool first)> f) override {
+    on_resets_ = std::move(f);
+  }
+
   // Gives back what every share holds, then disconnects.
   void Close(int64_t now_us) override;
   void Abort() override { link_.Abort(); }
@@ -102,8 +110,17 @@ class Cluster final : public Gate {
   void OnLinkChange(bool up, int64_t now_us);
   // Reads the shared policies' and breakers' versions, and what changed.
   void Poll(int64_t now_us);
+  // HGETALL of PREFIX `name`; `done` gets its fields (not called when the
+  // link fails).
+  void ReadHash(const std::string& name,
+                std::function<void(const std::map<std::string, std::string>&)>
+                    done);
   void ReadPolicies(const std::string& version);
   void ReadBreakers(const std::string& version);
+  void ReadResets(const std::string& version);
+  // `scope`'s limits were reset: what Redis said of them no longer holds,
+  // and each share of a cap recounts what it holds.
+  void RecountScope(const std::string& scope);
   // Every second: this node's entry in PREFIX nodes (when it was seen, its
   // link, what it holds), and every node's, for cluster.status.
   void Heartbeat(int64_t now_us);
@@ -127,11 +144,16 @@ class Cluster final : public Gate {
   bool policies_read_ = false;  // once since start
   std::string policies_version_ = "?";  // never matches a version
   std::string breakers_version_ = "?";
+  std::string resets_version_ = "?";
+  bool resets_read_ = false;
+  std::map<std::string, int64_t> own_resets_;  // scope -> when, made here
+  std::function<void(const ResetMap&, bool)> on_resets_;
   std::function<void(const PolicyMap&, bool)> on_policies_;
   std::function<void(const BreakerMap&)> on_breakers_;
   std::vector<std::vector<std::string>> outbox_;
   int64_t next_heartbeat_us_ = 0;
   nlohmann::json nodes_ = nlohmann::json::array();  // as last read
+  int64_t live_nodes_ = 1;  // of nodes_
   std::string run_nonce_;  // calls are named run_nonce_-N
   uint64_t calls_begun_ = 0;
   std::function<void()> on_answers_;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,23 @@ class Gate {
   };
   using BreakerMap = std::map<std::string, SharedOpen>;
   virtual void set_on_breakers(std::function<void(const BreakerMap&)> f) = 0;
+
+  // The reset op of one scope: the shared limits at `keys` forget what
+  // they counted (but what daemons still hold), and every daemon resets its
+  // own counters of the scope. False when Redis is away (nothing changed).
+  struct SharedKey {
+    std::string key;
+    bool bucket = false;
+    int64_t burst = 0;
+  };
+  virtual bool ResetShared(const std::string& scope,
+                           const std::vector<SharedKey>& keys,
+                           int64_t now_us) = 0;
+  // Called with every reset made on any daemon (scope -> when, the daemon
+  // clock) when they changed; `first` on the first read since start.
+  using ResetMap = std::map<std::string, int64_t>;
+  virtual void set_on_resets(
+      std::function<void(const ResetMap&, bool first)> f) = 0;
 
   // The daemon's timer: keeps the link, makes the calls due (with
   // `scan_all`, every share's renewals and give-backs too).

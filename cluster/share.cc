@@ -26,7 +26,9 @@ void Share::MarkShort(int64_t units, int64_t now_us) {
 
 bool Share::Wants(int64_t now_us, const ShareTuning& t) const {
   if (in_flight_) return false;
-  if (unknown_ || unreported_ > 0 || slice_.debt() > 0) return true;
+  if (unknown_ || recount_ || unreported_ > 0 || slice_.debt() > 0) {
+    return true;
+  }
   const int64_t available = slice_.available(now_us);
   if (closed()) return available > 0;
   if (short_ > 0 && !dry(now_us)) return true;
@@ -56,6 +58,7 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
   sent_.slice_debt = slice_.debt();
   sent_.unreported = unreported_;
   call.debt = sat::SatAdd(sent_.slice_debt, unreported_);
+  recount_ = false;
   const bool idle = give_all || closed() || now_us - last_use_us_ > t.idle_us;
   if (idle) {
     call.back = slice_.GiveBack(0, now_us);
@@ -126,17 +129,19 @@ void Share::Fail() {
 
 void Share::Unsent() {
   in_flight_ = false;
-  if (!sent_.resolve_only) slice_.Extend(sent_.back, 0);
+  if (sent_.resolve_only) return;
+  slice_.Extend(sent_.back, 0);
 }
 
 namespace {
 constexpr int64_t kLocalValidUs = 3'600'000'000;  // while Redis is away
 }  // namespace
 
-void Share::GoLocal(int64_t now_us) {
+void Share::GoLocal(int64_t now_us, int64_t live_nodes) {
   if (local_) return;
   local_ = true;
   if (!contacted_) return;  // nothing to divide: refused until Redis is back
+  nodes_ = std::max(nodes_, live_nodes);
   const int64_t share = std::max<int64_t>(0, remaining_) / std::max<int64_t>(1, nodes_);
   slice_.Extend(share, sat::SatAdd(now_us, kLocalValidUs));
   unreported_ = sat::SatAdd(unreported_, share);

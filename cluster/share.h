@@ -86,6 +86,13 @@ class Share {
   // Redis had nothing more to give a moment ago: until when (0: not dry).
   int64_t dry_until_us() const { return dry_until_us_; }
   bool dry(int64_t now_us) const { return now_us < dry_until_us_; }
+  // The limit was reset: what Redis last said no longer holds, and a call
+  // is due at once (Redis counts what this daemon holds as of its first
+  // call since the reset).
+  void Reset() {
+    dry_until_us_ = 0;
+    recount_ = true;
+  }
   // A settlement `delta` units off the reservation (see Slice::Settle).
   void Settle(int64_t delta) { slice_.Settle(delta); }
   // Limiters using the share (SharedLimiter opens and releases it): one
@@ -121,11 +128,13 @@ class Share {
 
   // --- Redis away, on_unavailable: local ---
   // Grants from a bounded local share until Redis is back: a cap's
-  // remaining (as last seen) divided by the daemons last seen holding a
-  // slice; a bucket's refills at its rate divided by them (LocalRefill).
-  // A share that never heard from Redis gets nothing. What the local share
-  // adds is counted in Redis by the first call once it is back.
-  void GoLocal(int64_t now_us);
+  // remaining (as last seen) divided by the daemons alive (the most of
+  // those last seen holding a slice of it and `live_nodes`, the cluster's
+  // as last seen); a bucket's refills at its rate divided by them
+  // (LocalRefill). A share that never heard from Redis gets nothing. What
+  // the local share adds is counted in Redis by the first call once it is
+  // back.
+  void GoLocal(int64_t now_us, int64_t live_nodes);
   void LocalRefill(int64_t now_us);
   // Redis is back: calls count what the local share granted.
   void EndLocal();
@@ -176,6 +185,7 @@ class Share {
   std::optional<Sent> unknown_;  // a call that got no answer
   int64_t unreported_ = 0;
   uint64_t local_grants_ = 0;
+  bool recount_ = false;
   bool contacted_ = false;  // Redis has answered at least once
   bool local_ = false;
   int64_t local_at_us_ = 0;  // a bucket's local refill: until when

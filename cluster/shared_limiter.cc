@@ -61,19 +61,29 @@ SharedLimiter::SharedLimiter(SpecRef spec, std::unique_ptr<Limiter> local,
 
 SharedLimiter::~SharedLimiter() { shares_->Release(share_); }
 
-int64_t SharedLimiter::PeriodOf(int64_t now_us) const {
-  switch (spec_->algorithm) {
+int64_t SharePeriodOf(const LimitSpec& spec, int64_t now_us) {
+  switch (spec.algorithm) {
     case Algorithm::kQuota:
-      return spec_->period == Period::kTotal
-                 ? 0
-                 : PeriodStartUs(spec_->period, now_us);
+      return spec.period == Period::kTotal ? 0
+                                           : PeriodStartUs(spec.period, now_us);
     case Algorithm::kFixedWindow: {
-      const int64_t w = std::max<int64_t>(1, spec_->window_ms * kUsPerMs);
+      const int64_t w = std::max<int64_t>(1, spec.window_ms * kUsPerMs);
       return now_us - now_us % w;
     }
     default:
       return 0;
   }
+}
+
+std::string ShareKeyAt(const std::string& prefix, const std::string& scope,
+                       const LimitSpec& spec, int64_t now_us) {
+  std::string key = ShareKeyBase(prefix, scope, spec);
+  if (!IsBucket(spec)) key += '|' + std::to_string(SharePeriodOf(spec, now_us));
+  return key;
+}
+
+int64_t SharedLimiter::PeriodOf(int64_t now_us) const {
+  return SharePeriodOf(*spec_, now_us);
 }
 
 ShareLimit SharedLimiter::LimitFor(int64_t period_start_us) const {

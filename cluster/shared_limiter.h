@@ -32,6 +32,12 @@ bool AlgorithmShareable(Algorithm algorithm);
 // The Redis key of the limit `name` of `scope` (before any period suffix).
 std::string ShareKeyBase(const std::string& prefix, const std::string& scope,
                          const LimitSpec& spec);
+// The start of the period (a cap) holding `now_us`: the key's suffix; 0 for
+// a bucket or a total quota.
+int64_t SharePeriodOf(const LimitSpec& spec, int64_t now_us);
+// The whole key at `now_us`: the base, and a cap's period.
+std::string ShareKeyAt(const std::string& prefix, const std::string& scope,
+                       const LimitSpec& spec, int64_t now_us);
 
 class SharedLimiter final : public Limiter {
  public:

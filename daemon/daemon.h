@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -67,6 +68,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   void StopCluster();
   void AdoptSharedPolicies(const cluster::Gate::PolicyMap& remote, bool first);
   void AdoptSharedBreakers(const cluster::Gate::BreakerMap& remote);
+  void AdoptSharedResets(const cluster::Gate::ResetMap& remote, bool first);
   void PublishBreakers();
   Status Serve(std::unique_ptr<Store> store);
   void ServeMetrics();
@@ -112,6 +114,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   uv_timer_t cluster_timer_;  // cluster mode only
   uint64_t cluster_ticks_ = 0;
   std::set<std::string> shared_breakers_;  // in Redis at the last read
+  std::map<std::string, int64_t> resets_seen_;  // scope -> the last applied
   bool handles_open_ = false;
 
   // Sealed batches not yet committed, with when they were sealed: in

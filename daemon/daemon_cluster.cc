@@ -36,6 +36,10 @@ Status Daemon::StartCluster() {
   cluster_->set_on_breakers([this](const cluster::Gate::BreakerMap& remote) {
     AdoptSharedBreakers(remote);
   });
+  cluster_->set_on_resets(
+      [this](const cluster::Gate::ResetMap& remote, bool first) {
+        AdoptSharedResets(remote, first);
+      });
   cluster_->Tick(clock_.NowUs(), false);  // connects
   Log(LogLevel::kInfo, "cluster: node %s, prefix %s, redis %s (%s while it "
       "is away)", config_.cluster->node.c_str(),
@@ -138,6 +142,22 @@ void Daemon::AdoptSharedBreakers(const cluster::Gate::BreakerMap& remote) {
   }
   shared_breakers_.clear();
   for (const auto& [scope, open] : remote) shared_breakers_.insert(scope);
+}
+
+// A reset made on any daemon resets this daemon's counters of the scope
+// (the shared ones were reset in Redis). Resets made before this daemon's
+// first read are history: its stored state is what it is.
+void Daemon::AdoptSharedResets(const cluster::Gate::ResetMap& remote,
+                               bool first) {
+  for (const auto& [scope, at_us] : remote) {
+    int64_t& seen = resets_seen_[scope];
+    if (at_us <= seen) continue;
+    seen = at_us;
+    if (first || !ValidateScope(scope, "scope").ok() || scope.ends_with("*")) {
+      continue;
+    }
+    engine_->Reset(scope, clock_.NowUs());
+  }
 }
 
 void Daemon::PublishBreakers() {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "cluster/shared_limiter.h"
 #include "daemon/json_fields.h"
 #include "daemon/observe_ops.h"
 #include "daemon/policy_codec.h"
@@ -98,6 +99,27 @@ struct OpHandlers {
         })) {
       d.deferred_ = true;
       ctx.parked = true;
+    }
+    return Status::Ok();
+  }
+
+  // Cluster mode: a reset of one subject clears its shared limits in Redis
+  // too, and every daemon resets its own counters of it. (A whole kind,
+  // user:*, is refused before: it is not reset across the cluster.)
+  static Status ResetShared(OpContext& ctx, const std::string& scope) {
+    cluster::Gate* c = ctx.dispatcher->cluster_;
+    std::vector<cluster::Gate::SharedKey> keys;
+    if (const Policy* policy = ctx.engine->EffectivePolicy(scope)) {
+      for (const LimitSpec& spec : policy->limits) {
+        if (!cluster::Shareable(spec)) continue;
+        keys.push_back({cluster::ShareKeyAt(
+                            ctx.dispatcher->config_->cluster->prefix, scope,
+                            spec, ctx.now_us),
+                        spec.algorithm == Algorithm::kTokenBucket, spec.burst});
+      }
+    }
+    if (!c->ResetShared(scope, keys, ctx.now_us)) {
+      return Status::Unavailable(c->UnavailableMessage());
     }
     return Status::Ok();
   }
@@ -325,7 +347,15 @@ struct OpHandlers {
 
   static Status Reset(OpContext& ctx) {
     std::string scope = Str(ctx.request.body(), "scope");
+    if (ctx.dispatcher->cluster_ != nullptr && scope.ends_with("*")) {
+      return Status::BadRequest(
+          "scope: in cluster mode reset takes one subject (user:NAME, "
+          "task:NAME, resource:NAME or global), not a whole kind");
+    }
     if (LoadFirst(ctx, ctx.engine->MissingForScope(scope))) return Status::Ok();
+    if (ctx.dispatcher->cluster_ != nullptr) {
+      if (Status s = ResetShared(ctx, scope); !s.ok()) return s;
+    }
     ctx.engine->Reset(scope, ctx.now_us);
     (*ctx.reply)["scope"] = scope;
     return Status::Ok();

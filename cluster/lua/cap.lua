@@ -8,6 +8,7 @@
 --            h:<node>  what the node holds unused (shown by cluster.status)
 --            x:<node>  until when (Redis time, ms); a node that stops
 --                      renewing is dropped from the hash once this passes
+--            r:<node>  after a reset, what reset.lua counted for the node
 -- ARGV[1]  node          ARGV[2] limit (the cap, in its units)
 -- ARGV[3]  ask           units wanted in addition
 -- ARGV[4]  debt          units the node settled past its slice: counted now
@@ -43,6 +44,13 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local before = resolved(key, node, resolve)
 local used = tonumber(redis.call('HGET', key, 'used') or '0')
+-- The node's first call since a reset: reset.lua counted what it held at
+-- its last call (r:<node>); count what it holds now (held + back) instead.
+local counted = redis.call('HGET', key, 'r:' .. node)
+if counted then
+  used = used - tonumber(counted) + held + back
+  redis.call('HDEL', key, 'r:' .. node)
+end
 used = used + debt - back
 if used < 0 then used = 0 end
 

@@ -184,7 +184,7 @@ TEST_CASE("share: Redis away, a local share is a part of what was left",
            kT0, kTuning);
   REQUIRE(s.nodes_seen() == 4);
   const int64_t before = s.available(kT0);
-  s.GoLocal(kT0);
+  s.GoLocal(kT0, 1);
   CHECK(s.local());
   CHECK(s.available(kT0) == before + left / 4);
   CHECK(s.unreported() == left / 4);
@@ -198,9 +198,21 @@ TEST_CASE("share: Redis away, a local share is a part of what was left",
   CHECK(s.unreported() == 0);
   CHECK(left >= 0);
 
+  // A share that saw no other slice still divides by the daemons alive.
+  Share alone("a", ShareKind::kCap, 9'000);
+  alone.Ref();
+  alone.MarkShort(1, kT0);
+  int64_t alone_left = 9'000;
+  alone.Finish(CapAnswer(alone.Begin(kT0, kTuning, "c1"), &alone_left), kT0,
+               kTuning);
+  REQUIRE(alone.nodes_seen() == 1);
+  const int64_t held_before = alone.available(kT0);
+  alone.GoLocal(kT0, /*live_nodes=*/3);
+  CHECK(alone.available(kT0) == held_before + alone_left / 3);
+
   Share never("n", ShareKind::kCap, 10'000);  // no answer ever: no share
   never.Ref();
-  never.GoLocal(kT0);
+  never.GoLocal(kT0, 1);
   CHECK(never.available(kT0) == 0);
 }
 
@@ -217,7 +229,7 @@ TEST_CASE("share: a local bucket refills at its part of the rate",
   r.other_nodes = 1;  // two daemons: 50/s each
   s.Finish(r, kT0, kTuning);
   REQUIRE(s.Take(1, kT0));
-  s.GoLocal(kT0);
+  s.GoLocal(kT0, 1);
   s.LocalRefill(kT0 + 1'000'000);  // one second later
   CHECK(s.available(kT0 + 1'000'000) == 50);
   s.LocalRefill(kT0 + 10'000'000);  // never above its part of the burst

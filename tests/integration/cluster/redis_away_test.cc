@@ -53,14 +53,15 @@ Outage RunOutage(ClusterFixture& cluster, Load& load) {
 const std::vector<std::string> kUsers = {"big0", "big1", "big2", "small"};
 
 // The spend in Redis is every commit, once idle slices are given back; the
-// small cap was reached and never passed.
-void CheckExact(ClusterFixture& cluster, const Load& load, const Outage& o) {
+// small cap was reached and passed by at most `slack` (0: never passed).
+void CheckExact(ClusterFixture& cluster, const Load& load, const Outage& o,
+                int64_t slack) {
   int64_t small_refused = 0;
   for (const Answer& a : o.answers) {
     if (a.user == "small" && !a.granted && a.error.empty()) ++small_refused;
   }
   CHECK(small_refused > 0);
-  CHECK(load.Committed("small") <= kSmallCap);
+  CHECK(load.Committed("small") <= kSmallCap + slack);
   auto exact = [&] {
     for (const std::string& user : kUsers) {
       if (cluster.redis().HashInt(
@@ -117,7 +118,7 @@ TEST_CASE("Redis away, closed: acquires answer at once, then recover",
   CheckAnswersWhileAway(o, "unavailable", &refused);
   CHECK(refused > 0);  // the slices ran out: Redis was needed
   CheckBack(o, cluster.size());
-  CheckExact(cluster, load, o);
+  CheckExact(cluster, load, o, 0);
 }
 
 TEST_CASE("Redis away, local: granted from the local share",
@@ -131,7 +132,12 @@ TEST_CASE("Redis away, local: granted from the local share",
   const int64_t granted = CheckAnswersWhileAway(o, "", &refused);
   CHECK(granted > 0);
   CheckBack(o, cluster.size());
-  CheckExact(cluster, load, o);
+  // Local shares are bounded, not exact (docs/CLUSTER.md): each daemon
+  // divides the remaining it last saw, and what the others leased after
+  // that (at most a fair share each, a 2 * nodes-th of the cap) may be
+  // granted twice.
+  const int64_t n = static_cast<int64_t>(cluster.size());
+  CheckExact(cluster, load, o, (n - 1) * kSmallCap / (2 * n));
 }
 
 }  // namespace

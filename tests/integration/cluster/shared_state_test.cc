@@ -3,6 +3,7 @@
 // opened by `throttled` on one is open on the others within 200 ms.
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
@@ -77,6 +78,44 @@ TEST_CASE("a resource breaker opened on one daemon is open on all",
                     1000));
   REQUIRE(PollUntil([&] { return c1.Call(acquire("t5"))["granted"] == true; },
                     1000));
+}
+
+}  // namespace
+}  // namespace brake::integration
+
+namespace brake::integration {
+namespace {
+
+TEST_CASE("reset on one daemon clears a shared cap on all of them",
+          "[cluster]") {
+  const json policies = {
+      {"user:*",
+       {{"limits",
+         {{{"name", "tok"}, {"resource", "tokens"}, {"algorithm", "quota"},
+           {"limit", 1000}, {"period", "total"}}}}}}};
+  ClusterFixture cluster(3, policies);
+  Client c0 = cluster.Connect(0), c1 = cluster.Connect(1),
+         c2 = cluster.Connect(2);
+  auto acquire = [](Client& c, const std::string& task, int64_t tokens) {
+    return c.Call({{"op", "acquire"}, {"user", "r"}, {"task", task},
+                   {"tokens", tokens}});
+  };
+  // 800 spent; what is left may sit in d0's slice (a refill ahead of need).
+  for (auto [c, task, tokens] : {std::tuple{&c0, "a", 600}, {&c1, "b", 200}}) {
+    json lease = acquire(*c, task, tokens);
+    REQUIRE(lease["granted"] == true);
+    REQUIRE(c->Call({{"op", "commit"}, {"lease", lease["lease"]}})["ok"] == true);
+  }
+  REQUIRE(acquire(c2, "c", 201)["granted"] == false);
+  REQUIRE(c2.Call({{"op", "reset"}, {"scope", "user:r"}})["ok"] == true);
+  // Every daemon forgets what was spent, and the cap holds again after:
+  // 1,000 in all, some of it still in the slices the daemons hold.
+  REQUIRE(PollUntil([&] { return acquire(c0, "a", 600)["granted"] == true; },
+                    1000));
+  CHECK(acquire(c1, "b", 500)["granted"] == false);
+  json whole = c1.Call({{"op", "reset"}, {"scope", "user:*"}});
+  CHECK(whole["ok"] == false);
+  CHECK(whole["error"]["code"] == "bad_request");
 }
 
 }  // namespace
