@@ -103,6 +103,11 @@ class Cluster final : public Gate {
   double down_seconds(int64_t now_us) const;
 
  private:
+  // The scripts, by their index in the link (cluster.cc's Scripts()).
+  static constexpr size_t kCapScript = 0;
+  static constexpr size_t kBucketScript = 1;
+  static constexpr size_t kResetScript = 2;
+
   void Call(Share* share, const ShareCall& call, int64_t now_us);
   void OnAnswer(const std::string& key, const redisReply* reply);
   void RedoHeld();
