@@ -1,6 +1,6 @@
 // FastReply: reply lines for acquire, commit and cancel written straight
 // into the caller's buffer, byte for byte as nlohmann's dump() writes the
-// same answers built by replies.cc and ops.cc (keys in sorted order, no
+// same answers built by replies.cc and the handlers (keys in sorted order, no
 // spaces, doubles through nlohmann's own to_chars, strings escaped the same
 // way). Nothing is allocated beyond the growth of `out`.
 //
