@@ -33,13 +33,9 @@ struct TrialSums {
 
 TEST_CASE("caps hold across three daemons in barrier trials",
           "[cluster]") {
-  const json policies = {
-      {"user:*",
-       {{"limits",
-         {{{"name", "tok"}, {"resource", "tokens"}, {"algorithm", "quota"},
-           {"limit", kTokenCap}, {"period", "total"}},
-          {{"name", "usd"}, {"resource", "usd"}, {"algorithm", "quota"},
-           {"limit", 1}, {"period", "total"}}}}}}};
+  const json policies =
+      EveryUser({TotalQuota("tok", "tokens", kTokenCap),
+                 TotalQuota("usd", "usd", kUsdCapNano / 1'000'000'000)});
   const json prices = {
       {"m0", {{"input_usd_per_mtok", kModelPrice[0]},
               {"output_usd_per_mtok", kModelPrice[0]}}},

@@ -17,6 +17,17 @@ namespace brake::integration {
 
 inline constexpr const char* kClusterPrefix = "t:";
 
+// A LIMIT: a quota of `limit` units of `resource` that never resets.
+inline json TotalQuota(const std::string& name, const std::string& resource,
+                       int64_t limit) {
+  return {{"name", name}, {"resource", resource}, {"algorithm", "quota"},
+          {"limit", limit}, {"period", "total"}};
+}
+// Policies giving every user these LIMITs.
+inline json EveryUser(json limits) {
+  return {{"user:*", {{"limits", std::move(limits)}}}};
+}
+
 class ClusterFixture {
  public:
   // Throws std::runtime_error (with the logs) when something does not

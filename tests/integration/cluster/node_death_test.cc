@@ -18,11 +18,7 @@ constexpr int64_t kSliceTtlMs = 5000;
 
 TEST_CASE("a daemon killed under load wastes, never overshoots",
           "[cluster]") {
-  const json policies = {
-      {"user:*",
-       {{"limits",
-         {{{"name", "tok"}, {"resource", "tokens"}, {"algorithm", "quota"},
-           {"limit", kCap}, {"period", "total"}}}}}}};
+  const json policies = EveryUser({TotalQuota("tok", "tokens", kCap)});
   ClusterFixture cluster(3, policies);
   const std::string key = ClusterFixture::CapKey("user:shared", "tok", "tokens");
   Load load(cluster, 4, {"shared"}, 100);

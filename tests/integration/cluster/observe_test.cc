@@ -12,11 +12,7 @@ namespace {
 
 TEST_CASE("brakectl cluster shows the nodes and their slices, metrics the link",
           "[cluster]") {
-  const json policies = {
-      {"user:*",
-       {{"limits",
-         {{{"name", "tok"}, {"resource", "tokens"}, {"algorithm", "quota"},
-           {"limit", 100'000}, {"period", "total"}}}}}}};
+  const json policies = EveryUser({TotalQuota("tok", "tokens", 100'000)});
   ClusterFixture cluster(3, policies);
   for (size_t d = 0; d < cluster.size(); ++d) {
     Client c = cluster.Connect(d);

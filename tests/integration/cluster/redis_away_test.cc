@@ -20,13 +20,10 @@ namespace {
 constexpr int64_t kSmallCap = 20'000;
 
 json AwayPolicies() {
-  const json big = {{"name", "tok"}, {"resource", "tokens"},
-                    {"algorithm", "quota"}, {"limit", 1'000'000'000'000},
-                    {"period", "total"}};
-  json small = big;
-  small["limit"] = kSmallCap;
-  return {{"user:*", {{"limits", json::array({big})}}},
-          {"user:small", {{"limits", json::array({small})}}}};
+  json policies = EveryUser({TotalQuota("tok", "tokens", 1'000'000'000'000)});
+  policies["user:small"] = {
+      {"limits", {TotalQuota("tok", "tokens", kSmallCap)}}};
+  return policies;
 }
 
 struct Outage {

@@ -88,11 +88,7 @@ namespace {
 
 TEST_CASE("reset on one daemon clears a shared cap on all of them",
           "[cluster]") {
-  const json policies = {
-      {"user:*",
-       {{"limits",
-         {{{"name", "tok"}, {"resource", "tokens"}, {"algorithm", "quota"},
-           {"limit", 1000}, {"period", "total"}}}}}}};
+  const json policies = EveryUser({TotalQuota("tok", "tokens", 1000)});
   ClusterFixture cluster(3, policies);
   Client c0 = cluster.Connect(0), c1 = cluster.Connect(1),
          c2 = cluster.Connect(2);
