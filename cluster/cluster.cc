@@ -185,7 +185,7 @@ std::string Cluster::UnavailableMessage() const {
 void Cluster::Close(int64_t now_us) {
   if (link_.up()) {
     shares_.ForEachMutable([&](Share& s) {
-      if (!s.in_flight() && (s.available(now_us) > 0 || s.slice().debt() > 0)) {
+      if (!s.in_flight() && (s.available() > 0 || s.slice().debt() > 0)) {
         Call(&s, s.Begin(now_us, shares_.tuning(), NextSeq(), /*give_all=*/true),
              now_us);
       }
@@ -213,7 +213,7 @@ json Cluster::Status(int64_t now_us) const {
     shares.push_back({{"key", s.key()},
                       {"kind", s.kind() == ShareKind::kBucket ? "bucket" : "cap"},
                       {"held", s.slice().held()},
-                      {"available", s.available(now_us)},
+                      {"available", s.available()},
                       {"expires_in_ms",
                        std::max<int64_t>(0, s.slice().expires_us() - now_us) / 1000},
                       {"remaining_seen", s.remaining_seen()},

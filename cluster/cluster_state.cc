@@ -62,7 +62,7 @@ void Cluster::Heartbeat(int64_t now_us) {
   for (const Share* s : held) {
     shares.push_back({{"key", s->key()},
                       {"held", s->slice().held()},
-                      {"available", s->available(now_us)}});
+                      {"available", s->available()}});
   }
   const json entry = {{"seen_ms", now_us / 1000},
                       {"shares", shares_.size()},

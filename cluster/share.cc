@@ -13,7 +13,7 @@ Share::Share(std::string key, ShareKind kind, int64_t capacity)
 
 bool Share::Take(int64_t units, int64_t now_us) {
   NoteDemand(units, now_us);
-  if (!slice_.Take(units, now_us)) return false;
+  if (!slice_.Take(units)) return false;
   if (local_) ++local_grants_;
   return true;
 }
@@ -29,7 +29,7 @@ bool Share::Wants(int64_t now_us, const ShareTuning& t) const {
   if (unknown_ || recount_ || unreported_ > 0 || slice_.debt() > 0) {
     return true;
   }
-  const int64_t available = slice_.available(now_us);
+  const int64_t available = slice_.available();
   if (closed()) return available > 0;
   if (short_ > 0 && !dry(now_us)) return true;
   const bool idle = now_us - last_use_us_ > t.idle_us;
@@ -51,7 +51,7 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
     // Which way the unanswered call went decides what the share holds and
     // owes: nothing else is asked until then.
     call.resolve = unknown_->seq;
-    call.held = slice_.available(now_us);
+    call.held = slice_.available();
     sent_.resolve_only = true;
     return call;
   }
@@ -61,9 +61,9 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
   recount_ = false;
   const bool idle = give_all || closed() || now_us - last_use_us_ > t.idle_us;
   if (idle) {
-    call.back = slice_.GiveBack(0, now_us);
+    call.back = slice_.GiveBack(0);
   } else if (!dry(now_us)) {
-    const int64_t available = slice_.available(now_us);
+    const int64_t available = slice_.available();
     const double demand = demand_per_s(now_us);
     const int64_t sized =
         SliceToAsk(remaining_, static_cast<int>(nodes_), demand,
@@ -76,19 +76,17 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
     call.ask = std::max<int64_t>(call.ask, short_max_ - available);
     if (call.ask < 0) call.ask = 0;
   }
-  call.held = slice_.available(now_us);
+  call.held = slice_.available();
   short_ = short_max_ = 0;
   sent_.ask = call.ask;
   sent_.back = call.back;
   return call;
 }
 
-void Share::Applied(const Sent& call, int64_t granted, int64_t now_us,
-                    const ShareTuning& t) {
+void Share::Applied(const Sent& call, int64_t granted, const ShareTuning& t) {
   slice_.Add(SliceGrant{sat::SatAdd(std::max<int64_t>(0, granted),
                                     call.slice_debt),
-                        sat::SatAdd(call.at_us, t.ttl_us)},
-             now_us);
+                        sat::SatAdd(call.at_us, t.ttl_us)});
   unreported_ = std::max<int64_t>(0, unreported_ - call.unreported);
 }
 
@@ -98,13 +96,13 @@ void Share::Finish(const ShareReply& reply, int64_t now_us,
   contacted_ = true;
   if (sent_.resolve_only && unknown_) {
     if (reply.resolved >= 0) {
-      Applied(*unknown_, reply.resolved, now_us, t);
+      Applied(*unknown_, reply.resolved, t);
     } else {
-      slice_.Extend(unknown_->back, 0);  // it never reached Redis
+      slice_.Extend(unknown_->back);  // it never reached Redis
     }
     unknown_.reset();
   }
-  Applied(sent_, reply.granted, now_us, t);
+  Applied(sent_, reply.granted, t);
   remaining_ = reply.remaining;
   nodes_ = 1 + std::max<int64_t>(0, reply.other_nodes);
   if (sent_.resolve_only) return;
@@ -130,12 +128,8 @@ void Share::Fail() {
 void Share::Unsent() {
   in_flight_ = false;
   if (sent_.resolve_only) return;
-  slice_.Extend(sent_.back, 0);
+  slice_.Extend(sent_.back);
 }
-
-namespace {
-constexpr int64_t kLocalValidUs = 3'600'000'000;  // while Redis is away
-}  // namespace
 
 void Share::GoLocal(int64_t now_us, int64_t live_nodes) {
   if (local_) return;
@@ -143,7 +137,7 @@ void Share::GoLocal(int64_t now_us, int64_t live_nodes) {
   if (!contacted_) return;  // nothing to divide: refused until Redis is back
   nodes_ = std::max(nodes_, live_nodes);
   const int64_t share = std::max<int64_t>(0, remaining_) / std::max<int64_t>(1, nodes_);
-  slice_.Extend(share, sat::SatAdd(now_us, kLocalValidUs));
+  slice_.Extend(share);
   unreported_ = sat::SatAdd(unreported_, share);
   local_at_us_ = now_us;
   local_frac_ = 0;
@@ -161,14 +155,14 @@ void Share::LocalRefill(int64_t now_us) {
   local_at_us_ = now_us;
   const int64_t room =
       std::max<int64_t>(0, limit_.limit / std::max<int64_t>(1, nodes_) -
-                               slice_.available(now_us));
+                               slice_.available());
   int64_t whole = static_cast<int64_t>(tokens);
   local_frac_ = tokens - static_cast<double>(whole);
   if (whole >= room) {
     whole = room;
     local_frac_ = 0;
   }
-  slice_.Extend(whole, sat::SatAdd(now_us, kLocalValidUs));
+  slice_.Extend(whole);
   unreported_ = sat::SatAdd(unreported_, whole);
 }
 

@@ -74,7 +74,7 @@ class Share {
   const Slice& slice() const { return slice_; }
   const ShareLimit& limit() const { return limit_; }
   void set_limit(const ShareLimit& limit) { limit_ = limit; }
-  int64_t available(int64_t now_us) const { return slice_.available(now_us); }
+  int64_t available() const { return slice_.available(); }
 
   // --- The decision side ---
   // Takes `units` for a grant when the slice holds them.
@@ -179,8 +179,7 @@ class Share {
     bool resolve_only = false;
   };
   // Applies a call Redis applied, which granted `granted`.
-  void Applied(const Sent& call, int64_t granted, int64_t now_us,
-               const ShareTuning& t);
+  void Applied(const Sent& call, int64_t granted, const ShareTuning& t);
   Sent sent_;                    // the call in flight
   std::optional<Sent> unknown_;  // a call that got no answer
   int64_t unreported_ = 0;

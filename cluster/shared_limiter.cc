@@ -126,7 +126,7 @@ Decision SharedLimiter::Check(int64_t amount, int64_t now_us) {
   Decision d = local_->Check(amount, now_us);
   if (d.verdict != Verdict::kAdmit || amount == 0) return d;
   Roll(now_us);
-  if (share_->available(now_us) >= amount) return d;
+  if (share_->available() >= amount) return d;
   if (share_->dry(now_us)) {
     if (!IsBucket(*spec_) && share_->remaining_seen() <= 0 &&
         share_->nodes_seen() <= 1) {
@@ -172,7 +172,7 @@ LimitUsage SharedLimiter::Usage(int64_t now_us) {
   LimitUsage u = local_->Usage(now_us);
   Roll(now_us);
   const int64_t cluster =
-      sat::SatAdd(share_->remaining_seen(), share_->available(now_us));
+      sat::SatAdd(share_->remaining_seen(), share_->available());
   if (cluster < u.remaining) {
     u.remaining = cluster;
     u.used = u.limit - cluster;

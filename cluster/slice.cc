@@ -26,12 +26,12 @@ int64_t FairShare(int64_t remaining, int nodes) {
   return std::max<int64_t>(1, remaining / (2 * std::max(nodes, 1)));
 }
 
-int64_t Slice::available(int64_t /*now_us*/) const {
+int64_t Slice::available() const {
   return std::max<int64_t>(0, held_ - used_);
 }
 
-bool Slice::Take(int64_t units, int64_t now_us) {
-  if (units < 0 || units > available(now_us)) return false;
+bool Slice::Take(int64_t units) {
+  if (units < 0 || units > available()) return false;
   used_ += units;
   return true;
 }
@@ -40,24 +40,23 @@ void Slice::Settle(int64_t delta) {
   used_ = std::max<int64_t>(0, sat::SatAdd(used_, delta));
 }
 
-void Slice::Add(const SliceGrant& grant, int64_t /*now_us*/) {
+void Slice::Add(const SliceGrant& grant) {
   held_ = sat::SatAdd(held_, std::max<int64_t>(0, grant.units));
   expires_us_ = grant.expires_us;
 }
 
-void Slice::Extend(int64_t units, int64_t expires_us) {
+void Slice::Extend(int64_t units) {
   held_ = sat::SatAdd(held_, std::max<int64_t>(0, units));
-  expires_us_ = std::max(expires_us_, expires_us);
 }
 
 bool Slice::NeedsRefill(int64_t now_us, int64_t low_water,
                         int64_t renew_us) const {
-  return available(now_us) < low_water ||
+  return available() < low_water ||
          sat::SatAdd(now_us, renew_us) >= expires_us_;
 }
 
-int64_t Slice::GiveBack(int64_t keep, int64_t now_us) {
-  const int64_t back = available(now_us) - std::max<int64_t>(0, keep);
+int64_t Slice::GiveBack(int64_t keep) {
+  const int64_t back = available() - std::max<int64_t>(0, keep);
   if (back <= 0) return 0;
   held_ -= back;
   return back;

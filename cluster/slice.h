@@ -37,18 +37,18 @@ int64_t FairShare(int64_t remaining, int nodes);
 
 class Slice {
  public:
-  // Units that may be granted from the slice now. Its expiry does not
-  // change them: Redis counts every unit of a slice until it is given back,
-  // so granting from it is safe however old it is; the expiry only says
-  // when to renew its entry (which tells the other daemons it is alive).
-  int64_t available(int64_t now_us) const;
+  // Units that may be granted from the slice. Its expiry does not change
+  // them: Redis counts every unit of a slice until it is given back, so
+  // granting from it is safe however old it is; the expiry only says when
+  // to renew its entry (which tells the other daemons it is alive).
+  int64_t available() const;
   int64_t held() const { return held_; }
   int64_t used() const { return used_; }
   int64_t expires_us() const { return expires_us_; }
 
   // Takes `units` for a reservation when the slice holds them (true);
   // otherwise takes nothing (false): ask Redis, or refuse.
-  bool Take(int64_t units, int64_t now_us);
+  bool Take(int64_t units);
   // Corrects a reservation settled at `delta` units more (or, negative,
   // fewer) than it took. A settlement past the slice leaves it in debt
   // (used above held): debt() says how much the next lease must cover
@@ -57,18 +57,17 @@ class Slice {
   int64_t debt() const { return used_ > held_ ? used_ - held_ : 0; }
 
   // Adds what Redis granted and moves the expiry.
-  void Add(const SliceGrant& grant, int64_t now_us);
-  // Adds `units` without a new lease: given-back units whose call never
-  // reached Redis, or a local share while Redis is away. The slice is then
-  // valid until at least `expires_us`.
-  void Extend(int64_t units, int64_t expires_us);
+  void Add(const SliceGrant& grant);
+  // Adds `units` without a lease: given-back units whose call never reached
+  // Redis, or a local share while Redis is away.
+  void Extend(int64_t units);
   // Whether to ask for more before the slice runs dry: fewer than
   // `low_water` units available, or its expiry within `renew_us`.
   bool NeedsRefill(int64_t now_us, int64_t low_water, int64_t renew_us) const;
 
   // Gives back all but `keep` of the available units: returns how many, which
   // leave the slice (Redis adds them back to the limit).
-  int64_t GiveBack(int64_t keep, int64_t now_us);
+  int64_t GiveBack(int64_t keep);
   // Moves `settled` used units out of the slice (reported to Redis as spent,
   // so they no longer hold slice capacity). At most what is used.
   int64_t ReportSettled(int64_t settled);

@@ -74,7 +74,7 @@ TEST_CASE("share: unused units go back once idle, all of them once closed",
   int64_t left = 10'000;
   s.Finish(CapAnswer(first, &left), kT0, kTuning);
   REQUIRE(s.Take(400, kT0));
-  const int64_t unused = s.available(kT0);
+  const int64_t unused = s.available();
   REQUIRE(unused > 0);
   const int64_t idle = kT0 + kTuning.idle_us + 1;
   REQUIRE(s.Wants(idle, kTuning));
@@ -122,7 +122,7 @@ TEST_CASE("share: near the end each node asks for a fair share", "[share]") {
   int64_t left = 1'200;  // other nodes took the rest
   s.Finish(CapAnswer(call, &left, /*others=*/2), kT0, kTuning);
   CHECK(s.nodes_seen() == 3);
-  for (int i = 0; i < 50; ++i) REQUIRE(s.Take(s.available(kT0), kT0));
+  for (int i = 0; i < 50; ++i) REQUIRE(s.Take(s.available(), kT0));
   s.MarkShort(1, kT0);
   ShareCall next = s.Begin(kT0, kTuning, "c");
   CHECK(next.ask <= std::max<int64_t>(1, left / 6));
@@ -163,14 +163,14 @@ TEST_CASE("share: a call with no answer is resolved before anything else",
     const int64_t idle = kT0 + kTuning.idle_us + 1;
     ShareCall lost = s.Begin(idle, kTuning, "c2");
     REQUIRE(lost.back > 0);
-    CHECK(s.available(idle) == 0);
+    CHECK(s.available() == 0);
     s.Fail();
     ShareCall ask = s.Begin(idle, kTuning, "c3");
     CHECK(ask.resolve == "c2");
     ShareReply r = CapAnswer(ask, &left);
     r.resolved = -1;
     s.Finish(r, idle, kTuning);
-    CHECK(s.available(idle) == lost.back);
+    CHECK(s.available() == lost.back);
   }
 }
 
@@ -183,12 +183,12 @@ TEST_CASE("share: Redis away, a local share is a part of what was left",
   s.Finish(CapAnswer(s.Begin(kT0, kTuning, "c1"), &left, /*others=*/3),
            kT0, kTuning);
   REQUIRE(s.nodes_seen() == 4);
-  const int64_t before = s.available(kT0);
+  const int64_t before = s.available();
   s.GoLocal(kT0, 1);
   CHECK(s.local());
-  CHECK(s.available(kT0) == before + left / 4);
+  CHECK(s.available() == before + left / 4);
   CHECK(s.unreported() == left / 4);
-  REQUIRE(s.Take(s.available(kT0), kT0));
+  REQUIRE(s.Take(s.available(), kT0));
   CHECK(s.local_grants() == 1);
   s.EndLocal();
   REQUIRE(s.Wants(kT0, kTuning));
@@ -206,14 +206,14 @@ TEST_CASE("share: Redis away, a local share is a part of what was left",
   alone.Finish(CapAnswer(alone.Begin(kT0, kTuning, "c1"), &alone_left), kT0,
                kTuning);
   REQUIRE(alone.nodes_seen() == 1);
-  const int64_t held_before = alone.available(kT0);
+  const int64_t held_before = alone.available();
   alone.GoLocal(kT0, /*live_nodes=*/3);
-  CHECK(alone.available(kT0) == held_before + alone_left / 3);
+  CHECK(alone.available() == held_before + alone_left / 3);
 
   Share never("n", ShareKind::kCap, 10'000);  // no answer ever: no share
   never.Ref();
   never.GoLocal(kT0, 1);
-  CHECK(never.available(kT0) == 0);
+  CHECK(never.available() == 0);
 }
 
 TEST_CASE("share: a local bucket refills at its part of the rate",
@@ -231,9 +231,9 @@ TEST_CASE("share: a local bucket refills at its part of the rate",
   REQUIRE(s.Take(1, kT0));
   s.GoLocal(kT0, 1);
   s.LocalRefill(kT0 + 1'000'000);  // one second later
-  CHECK(s.available(kT0 + 1'000'000) == 50);
+  CHECK(s.available() == 50);
   s.LocalRefill(kT0 + 10'000'000);  // never above its part of the burst
-  CHECK(s.available(kT0 + 10'000'000) == 50);
+  CHECK(s.available() == 50);
   CHECK(call.ask >= 1);
 }
 
@@ -277,9 +277,9 @@ TEST_CASE("shared limiter: refuses while short, admits from the slice",
   const std::string lease = Grant(c.engine, Req("alice", "t1", 600), kT0);
   Share* s = c.shares.Find("p:cap|user:alice|tok|tokens|0");
   REQUIRE(s != nullptr);
-  const int64_t after_grant = s->available(kT0);
+  const int64_t after_grant = s->available();
   Commit(c.engine, lease, 200, kT0);  // 400 back into the slice
-  CHECK(s->available(kT0) == after_grant + 400);
+  CHECK(s->available() == after_grant + 400);
   // 200 are settled: 900 more can never fit, 800 can once Redis gives
   // this daemon the rest.
   Deny(c.engine, Req("alice", "t2", 900), kT0);
