@@ -9,7 +9,6 @@
 namespace brake {
 namespace {
 
-constexpr size_t kMaxTaskDepth = SubjectTable::kMaxTaskDepth;
 
 bool IsWildcard(const std::string& scope) {
   return scope.size() >= 2 && scope.compare(scope.size() - 2, 2, ":*") == 0;
@@ -24,7 +23,7 @@ std::vector<std::string> Engine::StatusScopes(const std::string& scope) const {
       scopes.push_back("user:" + task->user);
       scopes.push_back(scope);
       const std::string* parent = &task->parent;
-      for (size_t depth = 0; !parent->empty() && depth < kMaxTaskDepth;
+      for (size_t depth = 0; !parent->empty() && depth < SubjectTable::kMaxTaskDepth;
            ++depth) {
         scopes.push_back("task:" + *parent);
         const TaskInfo* p = subjects_.FindTask(*parent);

@@ -6,11 +6,11 @@
 namespace brake {
 namespace {
 
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxUsdNano = std::numeric_limits<int64_t>::max();
 
 int64_t Clamp128(__int128 v) {
-  if (v > kMax) return kMax;
-  if (v < -kMax) return -kMax;
+  if (v > kMaxUsdNano) return kMaxUsdNano;
+  if (v < -kMaxUsdNano) return -kMaxUsdNano;
   return static_cast<int64_t>(v);
 }
 

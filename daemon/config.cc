@@ -11,6 +11,10 @@
 #include "daemon/policy_codec.h"
 
 namespace brake {
+
+// The `http` object (config_front.cc).
+Status ReadFront(const nlohmann::json& file, Config* c);
+
 namespace {
 
 // One setting: how to read it from the file into a Config, and its contract.
@@ -310,7 +314,8 @@ Result<Config> ParseConfig(const std::string& text) {
   }
   Config config;
   for (const auto& [key, value] : file.items()) {
-    bool known = key == "policies" || key == "prices" || key == "cluster";
+    bool known = key == "policies" || key == "prices" || key == "cluster" ||
+                 key == "http";
     for (const Setting& s : Settings()) known = known || key == s.name;
     if (!known) return Status::BadRequest(key + ": unknown setting");
   }
@@ -318,6 +323,7 @@ Result<Config> ParseConfig(const std::string& text) {
     if (Status st = s.read(file, &config); !st.ok()) return st;
   }
   if (Status s = ReadCluster(file, &config); !s.ok()) return s;
+  if (Status s = ReadFront(file, &config); !s.ok()) return s;
   if (Status s = ReadPolicies(file, &config); !s.ok()) return s;
   if (Status s = ReadPrices(file, &config); !s.ok()) return s;
   return config;
@@ -345,6 +351,10 @@ std::vector<std::string> FixedSettingsChanged(const Config& a,
     if (!s.reloadable && !s.same(a, b)) changed.push_back(s.name);
   }
   if (a.cluster != b.cluster) changed.push_back("cluster");
+  if (a.http.has_value() != b.http.has_value() ||
+      (a.http && front::RestartNeeded(*a.http, *b.http))) {
+    changed.push_back("http");
+  }
   return changed;
 }
 
@@ -371,7 +381,11 @@ std::string ConfigHelp() {
       "    share every limit with the daemons of the same prefix through "
       "Redis: redis unix:/PATH or tcp:HOST:PORT; node defaults to the host "
       "name, prefix to brake:, on_unavailable to closed (or local); see "
-      "docs/CLUSTER.md\n";
+      "docs/CLUSTER.md\n"
+      "http      (object {listen, upstreams, keys, default_max_tokens, ...}, "
+      "keys and default_max_tokens reloadable)\n"
+      "    serve the OpenAI-compatible front on listen HOST:PORT: agents point "
+      "their SDK's base URL at it; see docs/FRONT.md\n";
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "budget/pricing.h"
 #include "cluster/cluster_config.h"
 #include "common/status.h"
+#include "front/front_config.h"
 
 namespace brake {
 
@@ -48,6 +49,8 @@ struct Config {
   std::map<std::string, Price> prices;
   // Cluster mode (docs/CLUSTER.md); none: a single node.
   std::optional<cluster::ClusterConfig> cluster;
+  // The OpenAI-compatible HTTP front (docs/FRONT.md); none: not served.
+  std::optional<front::FrontConfig> http;
 };
 
 // Parses a config file's text. Errors name the setting ("lease_ttl_ms: must

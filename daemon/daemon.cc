@@ -138,6 +138,10 @@ Status Daemon::Serve(std::unique_ptr<Store> store) {
   dispatcher_->set_deferred(this);
   Status s = server_->Listen(options_.socket_path,
                              static_cast<int>(config_.socket_mode));
+  if (s.ok()) {
+    s = StartFront();
+    if (!s.ok()) server_->Close(nullptr);
+  }
   if (!s.ok()) {  // undo: the storage thread stops, nothing is left open
     dispatcher_->set_waiters(nullptr);
     waiters_->Close(nullptr);
@@ -170,8 +174,10 @@ void Daemon::StartHandles() {
   uv_timer_init(&loop_, &housekeeping_);
   uv_timer_init(&loop_, &flush_);
   uv_check_init(&loop_, &check_);
+  uv_idle_init(&loop_, &kick_);
   for (uv_handle_t* h :
-       {reinterpret_cast<uv_handle_t*>(&sigterm_),
+       {reinterpret_cast<uv_handle_t*>(&kick_),
+        reinterpret_cast<uv_handle_t*>(&sigterm_),
         reinterpret_cast<uv_handle_t*>(&sigint_),
         reinterpret_cast<uv_handle_t*>(&sighup_),
         reinterpret_cast<uv_handle_t*>(&housekeeping_),
@@ -266,6 +272,11 @@ void Daemon::OnLoopTurn() {
   if (config_.durability == Durability::kStrict) Seal();
   server_->FlushWrites();
   server_->ResumeReading();
+  // Lines the front sent while its replies were delivered: their replies
+  // need another turn, which must not wait for the next event.
+  if (server_->channel_work_pending()) uv_idle_start(&kick_, [](uv_idle_t* h) {
+    uv_idle_stop(h);
+  });
   dispatcher_->FlushCounts();  // after the writes
 }
 
@@ -379,9 +390,19 @@ void Daemon::Reload() {
   next.flush_interval_ms = config_.flush_interval_ms;
   next.metrics_listen = config_.metrics_listen;
   next.top_max_subjects = config_.top_max_subjects;
+  if (config_.http && next.http) {
+    front::FrontConfig running = *config_.http;  // listen, upstreams, ...
+    running.keys = next.http->keys;
+    running.default_max_tokens = next.http->default_max_tokens;
+    next.http = running;
+  } else {
+    next.http = config_.http;
+  }
+  next.cluster = config_.cluster;
   Config previous = std::move(config_);
   config_ = std::move(next);
   ApplyConfig(config_, &previous);
+  if (front_ && config_.http) front_->Reconfigure(*config_.http);
   Log(LogLevel::kInfo, "SIGHUP: reloaded %s (%zu policies, %zu prices)",
       options_.config_path.c_str(), config_.policies.size(),
       config_.prices.size());
@@ -392,6 +413,7 @@ void Daemon::BeginShutdown(const char* why) {
   stopping_ = true;
   Log(LogLevel::kInfo, "%s: stopping; flushing state", why);
   // Housekeeping keeps running, for ExpireSlowClients only.
+  StopFront();  // its calls in flight are settled: committed below
   server_->StopAccepting();
   dispatcher_->set_waiters(nullptr);
   waiters_->Close(nullptr);  // answers every waiter: braked is stopping
@@ -412,7 +434,8 @@ void Daemon::FinishShutdown() {
   server_->Close([this] {
     worker_->Stop([this] {
       for (uv_handle_t* h :
-           {reinterpret_cast<uv_handle_t*>(&sigterm_),
+           {reinterpret_cast<uv_handle_t*>(&kick_),
+            reinterpret_cast<uv_handle_t*>(&sigterm_),
             reinterpret_cast<uv_handle_t*>(&sigint_),
             reinterpret_cast<uv_handle_t*>(&sighup_),
             reinterpret_cast<uv_handle_t*>(&housekeeping_),
@@ -433,6 +456,7 @@ int Daemon::Run() {
   uv_run(&loop_, UV_RUN_DEFAULT);
   waiters_.reset();
   metrics_http_.reset();
+  front_.reset();
   server_.reset();
   worker_.reset();
   int rc = uv_loop_close(&loop_);

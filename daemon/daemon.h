@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -32,6 +33,17 @@
 #include "daemon/waiters.h"
 
 namespace brake {
+
+// The HTTP front as the daemon holds it (daemon_front.cc): there only when
+// braked was built with the front's libraries and `http` is configured.
+class FrontLink {
+ public:
+  virtual ~FrontLink() = default;
+  virtual void Reconfigure(const front::FrontConfig& config) = 0;
+  // Stops accepting and settles the calls in flight.
+  virtual void Close(std::function<void()> on_closed) = 0;
+  virtual std::string MetricsText() const = 0;
+};
 
 struct DaemonOptions {
   std::string socket_path;  // required
@@ -66,6 +78,9 @@ class Daemon : public Server::Gate, public DeferredOps {
   Status StartCluster();
   void StartClusterTimer();
   void StopCluster();
+  // The HTTP front (daemon_front.cc), after the socket listens; its stop.
+  Status StartFront();
+  void StopFront();
   void AdoptSharedPolicies(const cluster::Gate::PolicyMap& remote, bool first);
   void AdoptSharedBreakers(const cluster::Gate::BreakerMap& remote);
   void AdoptSharedResets(const cluster::Gate::ResetMap& remote, bool first);
@@ -102,6 +117,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   std::unique_ptr<Server> server_;
   std::unique_ptr<Waiters> waiters_;
   std::unique_ptr<MetricsHttp> metrics_http_;
+  std::unique_ptr<FrontLink> front_;
   uint64_t settlements_seen_ = 0;
   uint64_t mutations_seen_ = 0;
 
@@ -111,6 +127,7 @@ class Daemon : public Server::Gate, public DeferredOps {
   uv_timer_t housekeeping_;
   uv_timer_t flush_;
   uv_check_t check_;
+  uv_idle_t kick_;  // keeps the loop turning while channels have work
   uv_timer_t cluster_timer_;  // cluster mode only
   uint64_t cluster_ticks_ = 0;
   std::set<std::string> shared_breakers_;  // in Redis at the last read

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,6 +34,8 @@ struct Peer {
   uint32_t uid = 0;
   bool admin = false;
   uint64_t conn = 0;  // the server's id of the connection
+  // The HTTP front: an agent's key named the user it acts for.
+  bool front = false;
 };
 
 class Waiters;
@@ -100,6 +103,13 @@ class Dispatcher {
   // Cluster mode: shared limits, held requests, cluster.status.
   void set_cluster(cluster::Gate* cluster) { cluster_ = cluster; }
   const cluster::Gate* cluster() const { return cluster_; }
+  // More Prometheus text for `metrics` (the HTTP front's).
+  void set_extra_metrics(std::function<std::string()> text) {
+    extra_metrics_ = std::move(text);
+  }
+  std::string ExtraMetrics() const {
+    return extra_metrics_ ? extra_metrics_() : std::string();
+  }
   // True (once) when the last Handle deferred its answer.
   bool TakeDeferred() {
     bool d = deferred_;
@@ -132,6 +142,7 @@ class Dispatcher {
   Waiters* waiters_ = nullptr;
   DeferredOps* deferred_ops_ = nullptr;
   cluster::Gate* cluster_ = nullptr;
+  std::function<std::string()> extra_metrics_;
   bool deferred_ = false;
   bool storage_ok_ = true;
   Counters counters_;  // for metrics

@@ -18,28 +18,6 @@ Status Bad(std::string_view prefix, std::string_view key, std::string_view why) 
 
 }  // namespace
 
-bool NestedDeeperThan(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if ((c == '{' || c == '[') && ++depth > max_depth) {
-      return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 namespace {
 
 // A C0 control, DEL, or the first byte of a C1 control U+0080..U+009F

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "budget/pricing.h"
+#include "common/json_depth.h"
 #include "common/status.h"
 
 namespace brake {
@@ -33,10 +34,6 @@ Status ValidateModel(std::string_view value, std::string_view field);
 // Whether ValidateName accepts `value`, without building a Status (the
 // fast path asks it of every name).
 bool IsValidName(std::string_view value);
-// True when brackets outside strings nest deeper than `max_depth` in `text`:
-// a linear pre-scan, so a hostile line never makes the parser (or dump())
-// recurse deeply.
-bool NestedDeeperThan(std::string_view text, int max_depth);
 // "global", or KIND:NAME with KIND user|task|resource and NAME a valid name
 // or "*".
 Status ValidateScope(std::string_view value, std::string_view field);

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon/write_pool.h"
+
 namespace brake {
 
 struct MetricsHttp::Conn {
@@ -19,11 +21,6 @@ namespace {
 
 constexpr size_t kMaxHead = 8192;
 constexpr uint64_t kDeadlineMs = 5000;
-
-struct WriteReq {
-  uv_write_t req;
-  std::string data;
-};
 
 std::string Response(const char* status, const std::string& body,
                      const char* type) {
@@ -133,16 +130,16 @@ void MetricsHttp::Finish(Conn* c, const std::string& response) {
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->tcp));
   uv_timer_stop(&c->deadline);
   if (!response.empty()) {
-    auto* w = new WriteReq();
+    WriteReq* w = TakeWriteReq();
     w->data = response;
     uv_buf_t buf = uv_buf_init(w->data.data(),
                                static_cast<unsigned>(w->data.size()));
     w->req.data = w;
     if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->tcp), &buf, 1,
                  [](uv_write_t* r, int) {
-                   delete static_cast<WriteReq*>(r->data);
+                   ReturnWriteReq(static_cast<WriteReq*>(r->data));
                  }) != 0) {
-      delete w;
+      ReturnWriteReq(w);
     }
   }
   auto closed = [](uv_handle_t* h) {

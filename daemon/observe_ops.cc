@@ -38,7 +38,7 @@ std::string MetricsExposition(Dispatcher& d, int64_t now_us) {
                       .Of(TopKind::kUser)
                       .Top(static_cast<size_t>(d.config().metrics_top_users));
   if (d.cluster() != nullptr) src.cluster = d.cluster()->Status(now_us);
-  return MetricsText(src);
+  return MetricsText(src) + d.ExtraMetrics();
 }
 
 Status MetricsOp(OpContext& ctx) {

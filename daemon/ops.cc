@@ -20,7 +20,9 @@ constexpr int64_t kMaxLatencyMs = 86'400'000;
 
 Status MayActAs(const Peer& peer, const Config& config,
                 std::string_view user) {
-  if (peer.admin || config.uid_users.empty()) return Status::Ok();
+  if (peer.admin || peer.front || config.uid_users.empty()) {
+    return Status::Ok();
+  }
   auto it = config.uid_users.find(peer.uid);
   const std::string name(user);
   if (it != config.uid_users.end() && it->second.count(name)) {

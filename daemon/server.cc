@@ -229,7 +229,7 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
   if (c->paused) {
     // A deferred request answers later, in order: hold what follows it.
     c->in.insert(0, data + pos, n - pos);
-    uv_read_stop(stream);
+    if (!c->channel()) uv_read_stop(stream);
     return;
   }
   if (!too_long && pos < n) {
@@ -248,7 +248,7 @@ void Server::Consume(Connection* c, const char* data, size_t n) {
     stats_->limit_hits.Add(LimitHit::kMaxLineBytes);
     c->in.clear();
     c->in.shrink_to_fit();
-    uv_read_stop(stream);
+    if (!c->channel()) uv_read_stop(stream);
     self->QueueReply(c, Dispatcher::ErrorLine(
                     ErrorCode::kLineTooLong,
                     "request: line longer than max_line_bytes (" +
@@ -292,7 +292,7 @@ void Server::ReadOn(Connection* c) {
   c->in.clear();
   Consume(c, pending.data(), pending.size());
   if (!c->paused && !c->throttled && !c->closing && !c->close_after_write &&
-      listening_) {
+      listening_ && !c->channel()) {
     uv_read_start(reinterpret_cast<uv_stream_t*>(&c->pipe), &Server::OnAlloc,
                   &Server::OnRead);
   }
@@ -315,7 +315,7 @@ void Server::Detach(Connection* c) {
   by_id_.erase(c->peer.conn);
   stats_->connections = static_cast<int64_t>(by_id_.size());
   gate_->OnConnectionClosed(c->peer.conn);
-  uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
+  if (!c->channel()) uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
 }
 
 void Server::OnClosed(uv_handle_t* handle) {
@@ -328,6 +328,10 @@ void Server::OnClosed(uv_handle_t* handle) {
 
 void Server::CloseConnection(Connection* c) {
   if (c->closing) return;
+  if (c->channel()) {
+    AbortConnection(c);
+    return;
+  }
   WriteOut(c);  // what was answered still goes out before the shutdown
   Detach(c);
   c->closing_since_us = gate_->NowUs();
@@ -353,6 +357,12 @@ void Server::AbortConnection(Connection* c) {
   c->held.Clear();
   c->out.clear();
   c->in.clear();
+  if (c->channel()) {
+    connections_.erase(c);
+    delete c;
+    MaybeClosed();
+    return;
+  }
   // Pending writes (and a pending shutdown) are cancelled; their callbacks
   // free them.
   auto* h = reinterpret_cast<uv_handle_t*>(&c->pipe);
@@ -363,7 +373,8 @@ void Server::ExpireSlowClients(int64_t now_us) {
   const int64_t limit_us = config_->partial_line_timeout_ms * 1000;
   std::vector<Connection*> stalled;
   for (Connection* c : connections_) {
-    if (c->closing_since_us != 0 && now_us - c->closing_since_us > limit_us &&
+    if (c->closing_since_us != 0 && !c->channel() &&
+        now_us - c->closing_since_us > limit_us &&
         !uv_is_closing(reinterpret_cast<uv_handle_t*>(&c->pipe))) {
       stalled.push_back(c);
     }
@@ -378,7 +389,7 @@ void Server::ExpireSlowClients(int64_t now_us) {
   std::vector<Connection*> slow;
   for (const auto& [id, c] : by_id_) {
     if (c->partial_since_us != 0 && !c->paused && !c->close_after_write &&
-        now_us - c->partial_since_us > limit_us) {
+        !c->channel() && now_us - c->partial_since_us > limit_us) {
       slow.push_back(c);
     }
   }
@@ -399,6 +410,37 @@ void Server::ExpireSlowClients(int64_t now_us) {
   }
 }
 
+uint64_t Server::OpenChannel(const Peer& peer,
+                             std::function<void(std::string_view)> on_reply) {
+  auto* c = new Connection();
+  c->server = this;
+  c->on_reply = std::move(on_reply);
+  c->peer = peer;
+  c->peer.conn = next_conn_id_++;
+  connections_.insert(c);
+  by_id_[c->peer.conn] = c;
+  return c->peer.conn;
+}
+
+void Server::SendLine(uint64_t conn, std::string_view line) {
+  auto it = by_id_.find(conn);
+  if (it == by_id_.end() || !it->second->channel()) return;
+  ++channel_lines_;
+  channel_line_.assign(line);
+  channel_line_ += '\n';
+  std::string data;
+  data.swap(channel_line_);  // Consume may run a channel's callbacks
+  Consume(it->second, data.data(), data.size());
+  data.clear();
+  channel_line_.swap(data);
+}
+
+void Server::CloseChannel(uint64_t conn) {
+  auto it = by_id_.find(conn);
+  if (it == by_id_.end() || !it->second->channel()) return;
+  AbortConnection(it->second);
+}
+
 void Server::StopAccepting() {
   if (!listening_) return;
   listening_ = false;
@@ -409,7 +451,7 @@ void Server::StopAccepting() {
   });
   unlink(path_.c_str());
   for (Connection* c : connections_) {
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
+    if (!c->channel()) uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
   }
 }
 

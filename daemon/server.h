@@ -19,8 +19,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <uv.h>
@@ -64,6 +66,19 @@ class Server {
   // Handles `request` of a deferred `conn` again (what it waited for is
   // there now), then resumes reading behind it.
   void Redo(uint64_t conn, std::string request);
+  // An in-process client (the HTTP front): lines sent on a channel are
+  // handled as a socket connection's are (in order, deferred and gated by
+  // the durability of their batch alike) and its replies go to `on_reply`,
+  // a line at a time, from FlushWrites: never from inside SendLine.
+  uint64_t OpenChannel(const Peer& peer,
+                       std::function<void(std::string_view)> on_reply);
+  void SendLine(uint64_t conn, std::string_view line);
+  // Closes a channel; its unanswered requests are dropped (a waiter's
+  // with it), as for a socket connection that closes.
+  void CloseChannel(uint64_t conn);
+  // Lines were sent on channels since FlushWrites began: their replies
+  // need another loop turn (the daemon keeps the loop from sleeping).
+  bool channel_work_pending() const { return channel_lines_ > 0; }
   // Writes every held reply whose batch is <= `seq`.
   void Release(uint64_t seq);
   // Turns every held reply whose batch is <= `seq` into an `unavailable`
@@ -146,6 +161,11 @@ class Server {
   std::vector<Connection*> unflushed_;  // connections with `out` pending
   std::vector<Connection*> throttled_;  // stopped reading until next turn
   size_t last_turn_readers_ = 0;  // connections that filled their share
+  // Channel replies gathered by WriteOut, delivered by FlushWrites.
+  std::vector<std::pair<uint64_t, std::string>> channel_out_;
+  std::vector<std::pair<uint64_t, std::string>> delivering_;
+  std::string channel_line_;  // SendLine's scratch: the line and its '\n'
+  size_t channel_lines_ = 0;
 };
 
 }  // namespace brake

@@ -6,7 +6,9 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "daemon/held_replies.h"
 #include "daemon/server.h"
@@ -26,6 +28,9 @@ struct Server::Connection {
   std::string out;      // replies not yet handed to uv_write
   int64_t partial_since_us = 0;  // when the incomplete line in `in` began
   int64_t closing_since_us = 0;  // when a graceful close began
+  // A channel (Server::OpenChannel) has no pipe: its replies go here.
+  std::function<void(std::string_view)> on_reply;
+  bool channel() const { return static_cast<bool>(on_reply); }
 };
 
 }  // namespace brake

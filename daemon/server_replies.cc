@@ -104,7 +104,8 @@ bool Server::Admit(Connection* c, size_t more) {
 }
 
 size_t Server::QueuedBytes(const Connection* c) {
-  return c->pipe.write_queue_size + c->held.bytes() + c->out.size();
+  return (c->channel() ? 0 : c->pipe.write_queue_size) + c->held.bytes() +
+         c->out.size();
 }
 
 void Server::DropSlowReader(Connection* c, size_t queued) {
@@ -115,12 +116,35 @@ void Server::DropSlowReader(Connection* c, size_t queued) {
 }
 
 void Server::FlushWrites() {
+  channel_lines_ = 0;
   for (Connection* c : unflushed_) WriteOut(c);
   unflushed_.clear();
+  // Channels' replies, a line at a time; a callback may send or close
+  // (its own channel or another), so each is looked up again.
+  delivering_.swap(channel_out_);
+  for (auto& [conn, data] : delivering_) {
+    size_t pos = 0;
+    while (pos < data.size()) {
+      size_t nl = data.find('\n', pos);
+      if (nl == std::string::npos) nl = data.size();
+      auto it = by_id_.find(conn);
+      if (it == by_id_.end()) break;
+      // A copy: the callback may close the channel that owns `on_reply`.
+      auto on_reply = it->second->on_reply;
+      on_reply(std::string_view(data).substr(pos, nl - pos));
+      pos = nl + 1;
+    }
+  }
+  delivering_.clear();
 }
 
 void Server::WriteOut(Connection* c) {
   if (c->out.empty()) return;
+  if (c->channel()) {
+    if (!c->closing) channel_out_.emplace_back(c->peer.conn, std::move(c->out));
+    c->out.clear();
+    return;
+  }
   // Straight to the socket when nothing is queued before it (uv_try_write
   // refuses otherwise): a reply written whole costs no write request, and
   // spares libuv the epoll_ctl it makes to stop watching for POLLOUT after
