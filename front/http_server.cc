@@ -43,6 +43,7 @@ struct Conn {
   bool complete = false;  // a whole request is parsed, not yet answered
   bool in_flight = false;  // handed to the handler, not yet answered
   bool pumping = false;
+  bool reading = false;
   bool closing = false;
   bool drain_wanted = false;  // the exchange passed kHighWater
   int open_handles = 2;
@@ -265,12 +266,15 @@ void ParserHooks::Pump(Conn* c) {
     c->held = data.substr(parsed);
     c->complete = false;
     c->in_flight = true;
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->tcp));
     ++ServerOf(c)->stats_.requests_total;
     ServerOf(c)->handler_(c->x);  // may answer at once (AnswerEnded)
   }
   c->pumping = false;
-  if (!c->closing && !c->in_flight) {
+  // Reading goes on while a request is answered: bytes pipelined behind it
+  // wait in `held`, and a client that leaves is seen at once (its call is
+  // aborted and settled).
+  if (!c->closing && !c->reading) {
+    c->reading = true;
     uv_read_start(
         reinterpret_cast<uv_stream_t*>(&c->tcp),
         [](uv_handle_t*, size_t, uv_buf_t* buf) {

@@ -28,7 +28,7 @@ export function fakeUsage(body) {
 }
 
 // The fake upstream. The model names the behaviour: fake-ok, fake-slow
-// (answers after 300 ms), fake-429 (429 with retry-after: 1), fake-broken
+// (answers after 300 ms, streams a chunk every 100 ms), fake-429 (429 with retry-after: 1), fake-broken
 // (a stream cut after two chunks), fake-malformed (not JSON), fake-5xx.
 export class FakeUpstream {
   constructor() {
@@ -98,7 +98,7 @@ export class FakeUpstream {
       if (i < words.length) {
         res.write(anthropic ? anthropicDelta(words[i]) : chatChunk(model, words[i], body));
         i += 1;
-        setTimeout(next, 5);
+        setTimeout(next, model === 'fake-slow' ? 100 : 5);
         return;
       }
       this.report(usage);
