@@ -198,8 +198,11 @@ void Arm(Conn* c, Wait wait, int64_t ms) {
   }
 }
 
+// `idle_ms`: how long brake keeps the connection unused. It is told to the
+// client (keep-alive: timeout=, a second less) so that the client drops it
+// first, never sending on a connection brake is closing.
 std::string Head(int status, const Headers& headers, bool keep_alive,
-                 bool http10) {
+                 bool http10, int64_t idle_ms = 0) {
   std::string head = http10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   head += std::to_string(status);
   head += ' ';
@@ -211,8 +214,16 @@ std::string Head(int status, const Headers& headers, bool keep_alive,
     head += value;
     head += "\r\n";
   }
-  head += keep_alive ? (http10 ? "connection: keep-alive\r\n" : "")
-                     : "connection: close\r\n";
+  if (!keep_alive) {
+    head += "connection: close\r\n";
+  } else {
+    if (http10) head += "connection: keep-alive\r\n";
+    if (idle_ms > 0) {
+      head += "keep-alive: timeout=";
+      head += std::to_string(std::max<int64_t>(1, idle_ms / 1000 - 1));
+      head += "\r\n";
+    }
+  }
   return head;
 }
 
@@ -381,7 +392,8 @@ void Exchange::Respond(int status, const Headers& headers,
   if (done_) return;
   done_ = true;
   if (conn_ == nullptr) return;
-  std::string out = Head(status, headers, keep_alive_, http10_);
+  std::string out = Head(status, headers, keep_alive_, http10_,
+                         ParserHooks::Limits(conn_).idle_timeout_ms);
   out += "content-length: ";
   out += std::to_string(body.size());
   out += "\r\n\r\n";
@@ -394,7 +406,8 @@ void Exchange::Respond(int status, const Headers& headers,
 void Exchange::StartStream(int status, const Headers& headers) {
   if (done_ || streaming_ || conn_ == nullptr) return;
   streaming_ = true;
-  std::string out = Head(status, headers, keep_alive_ && !http10_, http10_);
+  std::string out = Head(status, headers, keep_alive_ && !http10_, http10_,
+                         ParserHooks::Limits(conn_).idle_timeout_ms);
   if (!http10_) out += "transfer-encoding: chunked\r\n";
   out += "\r\n";
   ParserHooks::WriteRaw(conn_, std::move(out));
