@@ -1,7 +1,5 @@
 #include "front/http_server.h"
 
-#include <http_parser.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -15,12 +13,6 @@ struct Write {
   std::string data;
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
-
 }  // namespace
 
 // What a connection's timer waits for: an unused keep-alive connection to
@@ -32,15 +24,9 @@ struct Conn {
   uv_tcp_t tcp;
   uv_timer_t timer;
   HttpServer* server = nullptr;
-  http_parser parser;
-  std::shared_ptr<Exchange> x;  // the request being read, or answered
-  std::string held;   // bytes read and not yet parsed
-  std::string field;  // the header name being read
-  std::string value;  // its value
-  bool in_value = false;
-  size_t head_bytes = 0;
-  int error_status = 0;  // set by a parser callback: answer it and close
-  bool complete = false;  // a whole request is parsed, not yet answered
+  std::unique_ptr<RequestReader> reader;
+  std::shared_ptr<Exchange> x;  // the request being answered
+  bool held = false;  // bytes behind the request answered wait in `reader`
   bool in_flight = false;  // handed to the handler, not yet answered
   bool pumping = false;
   bool reading = false;
@@ -58,33 +44,10 @@ void Arm(Conn* c, Wait wait, int64_t ms);
 
 }  // namespace
 
-// --- the parser's callbacks ------------------------------------------------
-
-namespace {
-
-Conn* ConnOf(http_parser* p) { return static_cast<Conn*>(p->data); }
-
-bool HeadTooLarge(Conn* c, size_t more, int64_t limit) {
-  c->head_bytes += more;
-  if (static_cast<int64_t>(c->head_bytes) <= limit) return false;
-  c->error_status = 431;
-  return true;
-}
-
-}  // namespace
-
 struct ParserHooks {
-  static void PushHeader(Conn* c);
-  static int OnBegin(http_parser* p);
-  static int OnUrl(http_parser* p, const char* at, size_t n);
-  static int OnField(http_parser* p, const char* at, size_t n);
-  static int OnValue(http_parser* p, const char* at, size_t n);
-  static int OnHeadersComplete(http_parser* p);
-  static int OnBody(http_parser* p, const char* at, size_t n);
-  static int OnComplete(http_parser* p);
   static const HttpLimits& Limits(Conn* c) { return c->server->limits_; }
   static void WriteRaw(Conn* c, std::string data);
-  static void Pump(Conn* c);
+  static void Pump(Conn* c, std::string_view data);
   static void AnswerEnded(Conn* c);
   static void Fail(Conn* c, int status, std::string_view message);
   static void OnRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
@@ -92,101 +55,7 @@ struct ParserHooks {
   static void CloseHandles(Conn* c);
 };
 
-void ParserHooks::PushHeader(Conn* c) {
-  if (!c->in_value && c->field.empty()) return;
-  c->x->headers_.emplace_back(Lower(c->field), c->value);
-  c->field.clear();
-  c->value.clear();
-  c->in_value = false;
-}
-
-int ParserHooks::OnBegin(http_parser* p) {
-  Conn* c = ConnOf(p);
-  c->x = std::make_shared<Exchange>();
-  c->x->conn_ = c;
-  c->head_bytes = 0;
-  c->field.clear();
-  c->value.clear();
-  c->in_value = false;
-  Arm(c, Wait::kHead, Limits(c).header_timeout_ms);
-  return 0;
-}
-
-int ParserHooks::OnUrl(http_parser* p, const char* at, size_t n) {
-  Conn* c = ConnOf(p);
-  if (HeadTooLarge(c, n, Limits(c).max_header_bytes)) return 1;
-  c->x->target_.append(at, n);
-  return 0;
-}
-
-int ParserHooks::OnField(http_parser* p, const char* at, size_t n) {
-  Conn* c = ConnOf(p);
-  if (HeadTooLarge(c, n, Limits(c).max_header_bytes)) return 1;
-  if (c->in_value) PushHeader(c);
-  c->field.append(at, n);
-  return 0;
-}
-
-int ParserHooks::OnValue(http_parser* p, const char* at, size_t n) {
-  Conn* c = ConnOf(p);
-  if (HeadTooLarge(c, n, Limits(c).max_header_bytes)) return 1;
-  c->value.append(at, n);
-  c->in_value = true;
-  return 0;
-}
-
-int ParserHooks::OnHeadersComplete(http_parser* p) {
-  Conn* c = ConnOf(p);
-  PushHeader(c);
-  Exchange& x = *c->x;
-  x.method_ = http_method_str(static_cast<http_method>(p->method));
-  x.keep_alive_ = http_should_keep_alive(p) != 0;
-  x.http10_ = p->http_major == 1 && p->http_minor == 0;
-  if ((p->flags & F_CONTENTLENGTH) &&
-      p->content_length > static_cast<uint64_t>(Limits(c).max_body_bytes)) {
-    c->error_status = 413;
-    return 1;
-  }
-  if (Lower(x.header("expect")) == "100-continue" && !x.http10_) {
-    WriteRaw(c, "HTTP/1.1 100 Continue\r\n\r\n");
-  }
-  Arm(c, Wait::kBody, Limits(c).header_timeout_ms);
-  return 0;
-}
-
-int ParserHooks::OnBody(http_parser* p, const char* at, size_t n) {
-  Conn* c = ConnOf(p);
-  if (static_cast<int64_t>(c->x->body_.size() + n) > Limits(c).max_body_bytes) {
-    c->error_status = 413;
-    return 1;
-  }
-  c->x->body_.append(at, n);
-  Arm(c, Wait::kBody, Limits(c).header_timeout_ms);  // it still arrives
-  return 0;
-}
-
-int ParserHooks::OnComplete(http_parser* p) {
-  Conn* c = ConnOf(p);
-  c->complete = true;
-  Arm(c, Wait::kNone, 0);
-  http_parser_pause(p, 1);  // what follows waits for this one's answer
-  return 0;
-}
-
 namespace {
-
-const http_parser_settings kSettings = [] {
-  http_parser_settings s;
-  std::memset(&s, 0, sizeof(s));
-  s.on_message_begin = &ParserHooks::OnBegin;
-  s.on_url = &ParserHooks::OnUrl;
-  s.on_header_field = &ParserHooks::OnField;
-  s.on_header_value = &ParserHooks::OnValue;
-  s.on_headers_complete = &ParserHooks::OnHeadersComplete;
-  s.on_body = &ParserHooks::OnBody;
-  s.on_message_complete = &ParserHooks::OnComplete;
-  return s;
-}();
 
 void Arm(Conn* c, Wait wait, int64_t ms) {
   c->wait = wait;
@@ -238,52 +107,59 @@ void ParserHooks::OnRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     ServerOf(c)->CloseConn(c, /*now=*/true);
     return;
   }
-  c->held.append(buf->base, static_cast<size_t>(n));
-  delete[] buf->base;
-  if (c->held.size() > static_cast<size_t>(Limits(c).max_header_bytes +
-                                           Limits(c).max_body_bytes) * 2) {
+  std::string_view data(buf->base, static_cast<size_t>(n));
+  if (c->reader->held() + data.size() >
+      static_cast<size_t>(Limits(c).max_header_bytes + Limits(c).max_body_bytes) * 2) {
+    delete[] buf->base;
     ServerOf(c)->CloseConn(c, true);  // pipelining far ahead of its answers
     return;
   }
-  Pump(c);
+  Pump(c, data);
+  delete[] buf->base;
 }
 
-void ParserHooks::Pump(Conn* c) {
-  if (c->pumping) return;
-  c->pumping = true;
-  while (!c->closing && !c->in_flight && !c->held.empty()) {
-    std::string data = std::move(c->held);
-    c->held.clear();
-    if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED)
-      http_parser_pause(&c->parser, 0);
-    const size_t parsed =
-        http_parser_execute(&c->parser, &kSettings, data.data(), data.size());
-    const auto err = HTTP_PARSER_ERRNO(&c->parser);
-    if (c->error_status != 0) {
-      Fail(c, c->error_status,
-           c->error_status == 431 ? "request head larger than max_header_bytes"
-                                  : "request body larger than max_body_bytes");
+// Reads `data` (and what the reader holds), handing each whole request to
+// the handler; one at a time: the rest waits for its answer.
+void ParserHooks::Pump(Conn* c, std::string_view data) {
+  using Progress = RequestReader::Progress;
+  RequestReader& reader = *c->reader;
+  while (!c->closing) {
+    if (c->in_flight) {
+      if (!data.empty()) reader.Feed(data);  // held until the answer ends
       break;
     }
-    if (err != HPE_OK && err != HPE_PAUSED) {
-      Fail(c, 400, std::string("malformed HTTP: ") + http_errno_name(err));
-      break;
+    const Progress before = c->wait == Wait::kHead   ? Progress::kHead
+                            : c->wait == Wait::kBody ? Progress::kBody
+                                                     : Progress::kIdle;
+    const Progress now = reader.Feed(data);
+    data = {};
+    if (now == Progress::kError) {
+      Fail(c, reader.error_status(), reader.error_message());
+      return;
     }
-    if (c->parser.upgrade) {
-      Fail(c, 400, "protocol upgrades are not served");
-      break;
+    if (now == Progress::kHead && before != Progress::kHead) {
+      Arm(c, Wait::kHead, Limits(c).header_timeout_ms);  // from its first byte
+    } else if (now == Progress::kBody) {
+      // The head just became whole: a client waiting to send its body is
+      // told to go on.
+      if (before != Progress::kBody && reader.current().expect_continue)
+        WriteRaw(c, "HTTP/1.1 100 Continue\r\n\r\n");
+      Arm(c, Wait::kBody, Limits(c).header_timeout_ms);  // it still arrives
     }
-    if (!c->complete) break;  // all of it read, the request not yet whole
-    c->held = data.substr(parsed);
-    c->complete = false;
+    if (now != Progress::kRequest) break;
+    auto x = std::make_shared<Exchange>();
+    x->request_ = reader.Take();
+    x->conn_ = c;
+    c->x = x;
     c->in_flight = true;
+    Arm(c, Wait::kNone, 0);
     ++ServerOf(c)->stats_.requests_total;
-    ServerOf(c)->handler_(c->x);  // may answer at once (AnswerEnded)
+    ServerOf(c)->handler_(x);  // may answer at once (AnswerEnded)
+    if (c->in_flight) break;
   }
-  c->pumping = false;
   // Reading goes on while a request is answered: bytes pipelined behind it
-  // wait in `held`, and a client that leaves is seen at once (its call is
-  // aborted and settled).
+  // wait in the reader, and a client that leaves is seen at once (its call
+  // is aborted and settled).
   if (!c->closing && !c->reading) {
     c->reading = true;
     uv_read_start(
@@ -297,7 +173,8 @@ void ParserHooks::Pump(Conn* c) {
 
 // The exchange's answer has gone out (into the write queue).
 void ParserHooks::AnswerEnded(Conn* c) {
-  const bool keep = c->x && c->x->keep_alive_ && !(c->x->http10_ && c->x->streaming_);
+  const bool keep = c->x && c->x->request_.keep_alive &&
+                    !(c->x->request_.http10 && c->x->streaming_);
   if (c->x) c->x->conn_ = nullptr;
   c->x.reset();
   c->in_flight = false;
@@ -306,9 +183,8 @@ void ParserHooks::AnswerEnded(Conn* c) {
     ServerOf(c)->CloseConn(c, false);
     return;
   }
-  if (c->held.empty()) {
+  if (c->reader->held() == 0) {
     Arm(c, Wait::kIdle, Limits(c).idle_timeout_ms);
-    Pump(c);  // reads on
   } else {
     // Pipelined requests are parsed on the next turn, not inside the
     // callback that answered this one.
@@ -337,7 +213,7 @@ void ParserHooks::OnTimer(uv_timer_t* t) {
     c->wait = Wait::kIdle;
     uv_timer_start(&c->timer, &ParserHooks::OnTimer,
                    static_cast<uint64_t>(Limits(c).idle_timeout_ms), 0);
-    Pump(c);
+    Pump(c, {});
   } else if (c->wait == Wait::kIdle || c->wait == Wait::kClosing) {
     ServerOf(c)->CloseConn(c, true);
   } else if (c->wait == Wait::kHead || c->wait == Wait::kBody) {
@@ -381,18 +257,12 @@ void ParserHooks::WriteRaw(Conn* c, std::string data) {
 
 // --- Exchange --------------------------------------------------------------
 
-std::string_view Exchange::header(std::string_view name) const {
-  for (const auto& [k, v] : headers_)
-    if (k == name) return v;
-  return {};
-}
-
 void Exchange::Respond(int status, const Headers& headers,
                        std::string_view body) {
   if (done_) return;
   done_ = true;
   if (conn_ == nullptr) return;
-  std::string out = Head(status, headers, keep_alive_, http10_,
+  std::string out = Head(status, headers, request_.keep_alive, request_.http10,
                          ParserHooks::Limits(conn_).idle_timeout_ms);
   out += "content-length: ";
   out += std::to_string(body.size());
@@ -406,9 +276,9 @@ void Exchange::Respond(int status, const Headers& headers,
 void Exchange::StartStream(int status, const Headers& headers) {
   if (done_ || streaming_ || conn_ == nullptr) return;
   streaming_ = true;
-  std::string out = Head(status, headers, keep_alive_ && !http10_, http10_,
+  std::string out = Head(status, headers, request_.keep_alive && !request_.http10, request_.http10,
                          ParserHooks::Limits(conn_).idle_timeout_ms);
-  if (!http10_) out += "transfer-encoding: chunked\r\n";
+  if (!request_.http10) out += "transfer-encoding: chunked\r\n";
   out += "\r\n";
   ParserHooks::WriteRaw(conn_, std::move(out));
 }
@@ -417,7 +287,7 @@ bool Exchange::Send(std::string_view data) {
   if (conn_ == nullptr || done_ || !streaming_) return false;
   if (data.empty()) return true;
   std::string out;
-  if (http10_) {
+  if (request_.http10) {
     out.assign(data);
   } else {
     char size[24];
@@ -438,7 +308,7 @@ void Exchange::End() {
   done_ = true;
   if (conn_ == nullptr) return;
   Conn* c = conn_;
-  if (!http10_) ParserHooks::WriteRaw(c, "0\r\n\r\n");
+  if (!request_.http10) ParserHooks::WriteRaw(c, "0\r\n\r\n");
   ParserHooks::AnswerEnded(c);
 }
 
@@ -500,8 +370,8 @@ void HttpServer::OnConnection(uv_stream_t* listener, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  http_parser_init(&c->parser, HTTP_REQUEST);
-  c->parser.data = c;
+  c->reader = std::make_unique<RequestReader>(self->limits_.max_header_bytes,
+                                              self->limits_.max_body_bytes);
   ++self->stats_.connections_total;
   self->stats_.connections = static_cast<int64_t>(self->conns_.size());
   if (self->stats_.connections > self->limits_.max_connections) {
@@ -517,7 +387,7 @@ void HttpServer::OnConnection(uv_stream_t* listener, int status) {
     return;
   }
   Arm(c, Wait::kIdle, self->limits_.idle_timeout_ms);
-  ParserHooks::Pump(c);  // starts reading
+  ParserHooks::Pump(c, {});  // starts reading
 }
 
 void ParserHooks::CloseHandles(Conn* c) {

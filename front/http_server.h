@@ -27,6 +27,7 @@
 
 #include "common/status.h"
 #include "front/answers.h"
+#include "front/request_reader.h"
 
 namespace brake::front {
 
@@ -44,12 +45,13 @@ struct ParserHooks;
 
 class Exchange {
  public:
-  std::string_view method() const { return method_; }
-  std::string_view target() const { return target_; }  // path and query
-  std::string_view body() const { return body_; }
+  std::string_view method() const { return request_.method; }
+  std::string_view target() const { return request_.target; }  // path, query
+  std::string_view body() const { return request_.body; }
   // A request header's value by its lower-case name; "" when absent.
-  std::string_view header(std::string_view name) const;
-  const Headers& headers() const { return headers_; }  // names lower-cased
+  std::string_view header(std::string_view name) const {
+    return request_.header(name);
+  }
 
   // The whole answer. `headers` must not name content-length, connection
   // or transfer-encoding: the server sets them.
@@ -74,10 +76,7 @@ class Exchange {
   friend class HttpServer;
   friend struct ParserHooks;
   Conn* conn_ = nullptr;
-  std::string method_, target_, body_;
-  Headers headers_;
-  bool keep_alive_ = true;
-  bool http10_ = false;
+  HttpRequest request_;
   bool streaming_ = false;
   bool done_ = false;
 };

@@ -3,7 +3,7 @@
 #
 #   tests/fuzz/run_fuzz.sh TARGET RUNS [JOBS [SECONDS]]
 #
-# TARGET is request, config or policy; RUNS the executions wanted in total,
+# TARGET is request, config, policy, http or stream; RUNS the executions wanted in total,
 # split over JOBS parallel libFuzzer jobs (default 2); SECONDS caps each job's
 # time (default 1500). Needs a BRAKE_FUZZ build (docs/FUZZING.md) in
 # $BUILD (default build-fuzz). New inputs go to $WORK/TARGET/corpus and
@@ -20,7 +20,7 @@ build=$(cd "${BUILD:-build-fuzz}" && pwd)
 work=${WORK:-$build/fuzz-work}/$target
 case $target in
   request) max_len=1536 ;;  # max_line_bytes is 1024 in request_fuzz.cc
-  config | policy) max_len=2048 ;;
+  config | policy | http | stream) max_len=2048 ;;
   *) echo "run_fuzz.sh: unknown target $target" >&2; exit 2 ;;
 esac
 # Shorter allocation stacks in ASan reports: about 10% more executions per
