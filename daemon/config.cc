@@ -383,9 +383,10 @@ std::string ConfigHelp() {
       "name, prefix to brake:, on_unavailable to closed (or local); see "
       "docs/CLUSTER.md\n"
       "http      (object {listen, upstreams, keys, default_max_tokens, ...}, "
-      "keys and default_max_tokens reloadable)\n"
+      "restart to change)\n"
       "    serve the OpenAI-compatible front on listen HOST:PORT: agents point "
-      "their SDK's base URL at it; see docs/FRONT.md\n";
+      "their SDK's base URL at it; keys and default_max_tokens are reloaded "
+      "on SIGHUP; see docs/FRONT.md\n";
   return out;
 }
 
