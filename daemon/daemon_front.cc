@@ -52,6 +52,23 @@ class DaemonFront : public FrontLink, public front::Brake {
     if (price == nullptr) return std::nullopt;
     return NanoToUsd(EstimateUsdNano(*price, tokens));
   }
+  std::optional<LimitFacts> LimitOf(std::string_view scope,
+                                    std::string_view name) override {
+    if (name.empty() || name == "breaker") return std::nullopt;
+    const LimitSpec* spec =
+        engine_->FindLimit(std::string(scope), std::string(name));
+    if (spec == nullptr) return std::nullopt;
+    LimitFacts facts;
+    facts.resource = spec->resource == Resource::kRequests ? "requests"
+                     : spec->resource == Resource::kTokens ? "tokens"
+                                                           : "usd";
+    const bool rate = spec->algorithm == Algorithm::kTokenBucket ||
+                      spec->algorithm == Algorithm::kWarmup ||
+                      spec->algorithm == Algorithm::kLeakyBucket;
+    facts.capacity = !rate ? spec->limit
+                     : spec->burst > 0 ? spec->burst : spec->rate;
+    return facts;
+  }
 
  private:
   Server* server_;

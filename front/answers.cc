@@ -81,11 +81,17 @@ Answer DenialAnswer(Dialect dialect, const Refusal& r) {
     a.headers.emplace_back("retry-after", std::to_string((ms + 999) / 1000));
     a.headers.emplace_back("retry-after-ms", std::to_string(ms));
     a.headers.emplace_back("x-should-retry", "true");
-    a.headers.emplace_back("x-ratelimit-reset-requests", ResetText(ms));
-    a.headers.emplace_back("x-ratelimit-reset-tokens", ResetText(ms));
+    for (const char* res : {"requests", "tokens"}) {
+      if (r.resource.empty() || r.resource == res)
+        a.headers.emplace_back(std::string("x-ratelimit-reset-") + res, ResetText(ms));
+    }
   } else {
     message += "; it can never be granted as asked";
     a.headers.emplace_back("x-should-retry", "false");
+  }
+  if (r.resource == "requests" || r.resource == "tokens") {
+    a.headers.emplace_back("x-ratelimit-limit-" + r.resource, std::to_string(r.capacity));
+    a.headers.emplace_back("x-ratelimit-remaining-" + r.resource, "0");
   }
   a.headers.emplace_back("x-brake-reason", r.reason);
   a.headers.emplace_back("x-brake-scope", r.scope);

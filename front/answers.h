@@ -32,9 +32,16 @@ struct Refusal {
   std::string limit;
   std::string cause;   // for breaker_open
   std::optional<int64_t> retry_after_ms;  // none: never grantable as asked
+  // What the denying limit counts ("requests" or "tokens": OpenAI's
+  // x-ratelimit-* headers name them) and its capacity; "" when unknown (a
+  // breaker, a usd limit).
+  std::string resource;
+  int64_t capacity = 0;
 };
 
-// 429 for a denial.
+// 429 for a denial; with the limit's resource known, its
+// x-ratelimit-limit-*, -remaining-* (0) and -reset-* headers, else the
+// reset of both.
 Answer DenialAnswer(Dialect dialect, const Refusal& refusal);
 // An error of the front's own: `status` 400, 401, 404, 405, 413, 431, 502,
 // 503, 504; `code` names it for programs ("invalid_api_key",

@@ -136,6 +136,10 @@ void FrontCall::Acquired(const json& reply) {
     r.cause = reply.value("cause", "");
     if (auto it = reply.find("retry_after_ms"); it != reply.end() && it->is_number())
       r.retry_after_ms = it->get<int64_t>();
+    if (auto facts = front->brake_->LimitOf(r.scope, r.limit)) {
+      r.resource = facts->resource;
+      r.capacity = facts->capacity;
+    }
     stage = Stage::kDone;
     if (!gone) {
       front->metrics_.Denial(std::string(route->name), r.reason);

@@ -46,6 +46,14 @@ class Brake {
   // price (and "*" none either).
   virtual std::optional<double> EstimateUsd(std::string_view model,
                                             int64_t tokens) = 0;
+  // The limit `name` that applies to `scope` (a denial's): what it counts
+  // ("requests", "tokens", "usd") and its capacity; none when unknown.
+  struct LimitFacts {
+    std::string resource;
+    int64_t capacity = 0;
+  };
+  virtual std::optional<LimitFacts> LimitOf(std::string_view scope,
+                                            std::string_view name) = 0;
 };
 
 struct FrontCall;

@@ -16,7 +16,7 @@ std::string HeaderOf(const Answer& a, const std::string& name) {
 TEST_CASE("answers: a denial in OpenAI's shape with the retry headers",
           "[front]") {
   Answer a = DenialAnswer(Dialect::kOpenAi,
-                          Refusal{"rate_limited", "user:alice", "rpm", "", 1500});
+                          Refusal{"rate_limited", "user:alice", "rpm", "", 1500, "", 0});
   CHECK(a.status == 429);
   auto body = nlohmann::json::parse(a.body);
   CHECK(body["error"]["type"] == "rate_limit_exceeded");
@@ -27,9 +27,18 @@ TEST_CASE("answers: a denial in OpenAI's shape with the retry headers",
   CHECK(HeaderOf(a, "retry-after-ms") == "1500");
   CHECK(HeaderOf(a, "x-should-retry") == "true");
   CHECK(HeaderOf(a, "x-ratelimit-reset-requests") == "2s");
+  CHECK(HeaderOf(a, "x-ratelimit-reset-tokens") == "2s");  // which: unknown
+  CHECK(HeaderOf(a, "x-ratelimit-limit-requests") == "<none>");
+
+  Refusal rpm{"rate_limited", "user:alice", "rpm", "", 250, "requests", 100};
+  a = DenialAnswer(Dialect::kOpenAi, rpm);
+  CHECK(HeaderOf(a, "x-ratelimit-limit-requests") == "100");
+  CHECK(HeaderOf(a, "x-ratelimit-remaining-requests") == "0");
+  CHECK(HeaderOf(a, "x-ratelimit-reset-requests") == "250ms");
+  CHECK(HeaderOf(a, "x-ratelimit-reset-tokens") == "<none>");
 
   a = DenialAnswer(Dialect::kOpenAi,
-                   Refusal{"cost_cap", "user:bob", "daily", "", std::nullopt});
+                   Refusal{"cost_cap", "user:bob", "daily", "", std::nullopt, "", 0});
   body = nlohmann::json::parse(a.body);
   CHECK(body["error"]["type"] == "insufficient_quota");
   CHECK(HeaderOf(a, "retry-after") == "<none>");
@@ -38,7 +47,7 @@ TEST_CASE("answers: a denial in OpenAI's shape with the retry headers",
 
 TEST_CASE("answers: Anthropic's shape on its route", "[front]") {
   Answer a = DenialAnswer(Dialect::kAnthropic,
-                          Refusal{"breaker_open", "task:t", "breaker", "loop", 30000});
+                          Refusal{"breaker_open", "task:t", "breaker", "loop", 30000, "", 0});
   auto body = nlohmann::json::parse(a.body);
   CHECK(body["type"] == "error");
   CHECK(body["error"]["type"] == "rate_limit_error");

@@ -86,6 +86,8 @@ test("brake's 429 is the SDKs' rate-limit error, and their retries wait its retr
     assert.equal(e.status, 429);
     assert.equal(e.code, 'rate_limited');
     assert.ok(Number(e.headers.get('retry-after-ms')) > 0);
+    assert.equal(e.headers.get('x-ratelimit-limit-requests'), '1');
+    assert.equal(e.headers.get('x-ratelimit-remaining-requests'), '0');
     return true;
   });
   const bobA = new Anthropic({ apiKey: 'bk-bob-0001', baseURL: brake.base, maxRetries: 0 });

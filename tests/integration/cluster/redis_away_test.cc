@@ -73,21 +73,27 @@ void CheckExact(ClusterFixture& cluster, const Load& load, const Outage& o,
   REQUIRE(PollUntil(exact, 10000));
 }
 
-// Every acquire sent while Redis was away answered within 50 ms, and those
-// that were not granted answered `allowed_error`; returns how many were
-// granted then.
+// Every acquire sent while Redis was away answered at once, never waiting
+// for Redis (a call to it times out after 250 ms): none took 200 ms, and at
+// most 1% took over 50 ms (the machine's scheduling, with other tests
+// running beside this one, not a wait). Those not granted answered
+// `allowed_error`. Returns how many were granted then.
 int64_t CheckAnswersWhileAway(const Outage& o, const std::string& allowed_error,
                               int64_t* refused) {
-  int64_t granted = 0, slow = 0, other = 0;
+  int64_t granted = 0, slow = 0, stuck = 0, other = 0, sent = 0;
   *refused = 0;
   for (const Answer& a : o.answers) {
     if (a.sent_ms < o.killed_ms || a.sent_ms >= o.restarted_ms) continue;
+    ++sent;
     if (a.latency_ms > 50) ++slow;
+    if (a.latency_ms >= 200) ++stuck;
     if (a.granted) ++granted;
     else if (!a.error.empty() && a.error != allowed_error) ++other;
     else if (a.error == allowed_error) ++*refused;
   }
-  CHECK(slow == 0);
+  INFO("answers while away: " << sent << ", over 50 ms: " << slow);
+  CHECK(stuck == 0);
+  CHECK(slow * 100 <= sent);
   CHECK(other == 0);
   return granted;
 }
