@@ -1,28 +1,18 @@
 // The breakers fed by the front: a blind retry loop trips the task's loop
 // breaker; a provider's 429 opens the resource's breaker for every key.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Braked, FakeUpstream } from './harness.js';
+import { fixture } from './harness.js';
 
-let upstream;
-let brake;
-
-before(async () => {
-  upstream = await new FakeUpstream().start();
-  brake = await new Braked(upstream, {
-    policies: {
-      'task:*': { breaker: { loop: { repeats: 3, window_ms: 60000 }, open_ms: 30000 } },
-      'resource:*': { breaker: { errors: { ratio: 0.5, min_calls: 100, window_ms: 10000 }, open_ms: 30000 } },
-    },
-  }).start();
-});
-after(async () => {
-  assert.equal(await brake.stop(), 0, brake.log);
-  await upstream.stop();
+const f = fixture({
+  policies: {
+    'task:*': { breaker: { loop: { repeats: 3, window_ms: 60000 }, open_ms: 30000 } },
+    'resource:*': { breaker: { errors: { ratio: 0.5, min_calls: 100, window_ms: 10000 }, open_ms: 30000 } },
+  },
 });
 
 function post(key, body, headers = {}) {
-  return fetch(`${brake.base}/v1/chat/completions`, {
+  return fetch(`${f.brake.base}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
@@ -57,14 +47,14 @@ test("a provider's 429 opens the resource's breaker for every key using it", asy
   assert.equal(res.status, 429);  // the provider's own answer, passed on
   assert.equal((await res.json()).error.message, 'slow down');
   // bob, another key, calls the same resource: brake answers for the provider.
-  const calls = upstream.calls.length;
+  const calls = f.upstream.calls.length;
   const bob = await post('bk-bob-0001', { model: 'fake-429', max_tokens: 5,
                                           messages: [{ role: 'user', content: 'b' }] });
   assert.equal(bob.status, 429);
   const err = await bob.json();
   assert.equal(err.error.code, 'breaker_open');
   assert.match(err.error.message, /throttled/);
-  assert.equal(upstream.calls.length, calls, 'the provider was not called again');
-  const status = await brake.op({ op: 'status', resource: 'openai/fake-429' });
+  assert.equal(f.upstream.calls.length, calls, 'the provider was not called again');
+  const status = await f.brake.op({ op: 'status', resource: 'openai/fake-429' });
   assert.equal(status.breakers[0].cause, 'throttled');
 });

@@ -1,29 +1,19 @@
 // Exactness under concurrency: streaming calls racing for a usd cap never
 // spend past it, the ledger holds exactly the usage the provider reported,
 // and clients that leave mid-stream leave no lease open.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import OpenAI from 'openai';
-import { Braked, FakeUpstream } from './harness.js';
+import { fixture } from './harness.js';
 
-let upstream;
-let brake;
-
-before(async () => {
-  upstream = await new FakeUpstream().start();
-  brake = await new Braked(upstream, {
-    // A call reserves about 0.004 usd and spends about 0.001.
-    prices: { 'fake-ok': { input_usd_per_mtok: 20, output_usd_per_mtok: 40 },
-              'fake-slow': { input_usd_per_mtok: 20, output_usd_per_mtok: 40 } },
-    http: { keys: { 'bk-carol-01': { user: 'carol' }, 'bk-dave-001': { user: 'dave' } } },
-    policies: { 'user:carol': { limits: [
-      { name: 'cap', resource: 'usd', algorithm: 'quota', limit: 1.0, period: 'total' }] } },
-  }).start();
-});
-after(async () => {
-  assert.equal(await brake.stop(), 0, brake.log);
-  await upstream.stop();
+const f = fixture({
+  // A call reserves about 0.004 usd and spends about 0.001.
+  prices: { 'fake-ok': { input_usd_per_mtok: 20, output_usd_per_mtok: 40 },
+            'fake-slow': { input_usd_per_mtok: 20, output_usd_per_mtok: 40 } },
+  http: { keys: { 'bk-carol-01': { user: 'carol' }, 'bk-dave-001': { user: 'dave' } } },
+  policies: { 'user:carol': { limits: [
+    { name: 'cap', resource: 'usd', algorithm: 'quota', limit: 1.0, period: 'total' }] } },
 });
 
 // One streamed call with its own body (so each reports its own usage):
@@ -41,8 +31,8 @@ async function streamOnce(client, i) {
 }
 
 test('200 concurrent streams against a 1 usd cap: never past it, the ledger exact', async () => {
-  const client = new OpenAI({ apiKey: 'bk-carol-01', baseURL: `${brake.base}/v1`, maxRetries: 0 });
-  const reportedBefore = { ...upstream.reported };
+  const client = new OpenAI({ apiKey: 'bk-carol-01', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
+  const reportedBefore = { ...f.upstream.reported };
   let granted = 0;
   let denied = 0;
   // Waves of 200 at once until the cap refuses every call of a wave.
@@ -54,27 +44,27 @@ test('200 concurrent streams against a 1 usd cap: never past it, the ledger exac
     const ok = results.filter((r) => r === 'ok').length;
     granted += ok;
     denied += results.length - ok;
-    const status = await brake.op({ op: 'status', user: 'carol' });
+    const status = await f.brake.op({ op: 'status', user: 'carol' });
     assert.ok(status.spend.usd <= 1.0 + 1e-9, `spent ${status.spend.usd} of a 1 usd cap`);
     if (ok === 0) break;
   }
   assert.ok(granted > 200, `granted ${granted}`);
   assert.ok(denied > 0);
-  const status = await brake.op({ op: 'status', user: 'carol' });
+  const status = await f.brake.op({ op: 'status', user: 'carol' });
   assert.deepEqual(status.reserved, { requests: 0, tokens: 0, usd: 0 });
   // What the ledger settled is what the provider reported, token for token.
-  const usage = await brake.op({ op: 'usage', user: 'carol', by: 'total' });
+  const usage = await f.brake.op({ op: 'usage', user: 'carol', by: 'total' });
   assert.equal(usage.ok, true, JSON.stringify(usage));
   const row = usage.rows[0];
-  assert.equal(row.input_tokens, upstream.reported.input - reportedBefore.input);
-  assert.equal(row.output_tokens, upstream.reported.output - reportedBefore.output);
+  assert.equal(row.input_tokens, f.upstream.reported.input - reportedBefore.input);
+  assert.equal(row.output_tokens, f.upstream.reported.output - reportedBefore.output);
   assert.equal(row.calls, granted);
   // The cap is spent to within one call's reservation.
   assert.ok(status.spend.usd > 0.9, `spent ${status.spend.usd}`);
 });
 
 test('50 clients that disconnect mid-stream leave no lease open', async () => {
-  const url = new URL(`${brake.base}/v1/chat/completions`);
+  const url = new URL(`${f.brake.base}/v1/chat/completions`);
   const cut = await Promise.all(Array.from({ length: 50 }, (_, i) => new Promise((ok, fail) => {
     const req = http.request(url, { method: 'POST', headers: {
       authorization: 'Bearer bk-dave-001', 'content-type': 'application/json' } }, (res) => {
@@ -89,12 +79,12 @@ test('50 clients that disconnect mid-stream leave no lease open', async () => {
   // Each is settled as the front sees the client go: soon, not at the lease TTL.
   let status;
   for (let i = 0; i < 100; i += 1) {
-    status = await brake.op({ op: 'status', user: 'dave' });
+    status = await f.brake.op({ op: 'status', user: 'dave' });
     if (status.reserved.requests === 0 && status.spend.requests === 50) break;
     await new Promise((ok) => setTimeout(ok, 50));
   }
   assert.deepEqual(status.reserved, { requests: 0, tokens: 0, usd: 0 });
   assert.equal(status.spend.requests, 50);
-  const metrics = (await brake.op({ op: 'metrics' })).text;
+  const metrics = (await f.brake.op({ op: 'metrics' })).text;
   assert.match(metrics, /brake_front_streams_cut_total\{upstream="openai",by="client"\} 50/);
 });

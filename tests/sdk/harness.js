@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
 import http from 'node:http';
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
 
 export const BRAKED = process.env.BRAKED_PATH;
 if (!BRAKED) throw new Error('BRAKED_PATH: the braked binary to test');
@@ -208,4 +210,20 @@ export class Braked {
     rmSync(this.dir, { recursive: true, force: true });
     return this.proc.exitCode;
   }
+}
+
+// A fake upstream and a braked in front of it for one test file: started
+// before its tests, stopped after them (braked must exit 0). `extra` as for
+// Braked. Its `upstream` and `brake` are there once the tests run.
+export function fixture(extra = {}) {
+  const f = {};
+  before(async () => {
+    f.upstream = await new FakeUpstream().start();
+    f.brake = await new Braked(f.upstream, extra).start();
+  });
+  after(async () => {
+    assert.equal(await f.brake.stop(), 0, f.brake.log);
+    await f.upstream.stop();
+  });
+  return f;
 }

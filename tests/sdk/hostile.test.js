@@ -2,32 +2,22 @@
 // invalid JSON, unknown routes, a slow-loris client, a thousand idle
 // connections. Each gets a clear 4xx (or is closed), braked does not
 // crash, and a polite client is served throughout.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import OpenAI from 'openai';
-import { Braked, FakeUpstream } from './harness.js';
+import { fixture } from './harness.js';
 
-let upstream;
-let brake;
-
-before(async () => {
-  upstream = await new FakeUpstream().start();
-  brake = await new Braked(upstream, {
-    http: { max_header_bytes: 4096, max_body_bytes: 65536, header_timeout_ms: 500,
-            idle_timeout_ms: 1500 },
-  }).start();
-});
-after(async () => {
-  assert.equal(await brake.stop(), 0, brake.log);
-  await upstream.stop();
+const f = fixture({
+  http: { max_header_bytes: 4096, max_body_bytes: 65536, header_timeout_ms: 500,
+          idle_timeout_ms: 1500 },
 });
 
 // Sends `bytes` on a fresh connection; resolves with what came back
 // before the server closed it (or `waitMs` passed).
 function raw(bytes, waitMs = 3000) {
   return new Promise((ok) => {
-    const s = net.createConnection(brake.port, '127.0.0.1');
+    const s = net.createConnection(f.brake.port, '127.0.0.1');
     let got = '';
     const done = () => { clearTimeout(timer); s.destroy(); ok(got); };
     const timer = setTimeout(done, waitMs);
@@ -41,7 +31,7 @@ function raw(bytes, waitMs = 3000) {
 const statusOf = (answer) => Number(answer.split(' ')[1]);
 
 async function polite() {
-  const client = new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${brake.base}/v1`, maxRetries: 0 });
+  const client = new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
   const start = Date.now();
   const r = await client.chat.completions.create({ model: 'fake-ok', max_tokens: 5,
                                                   messages: [{ role: 'user', content: 'still there?' }] });
@@ -73,7 +63,7 @@ test('an oversized head is 431, an oversized body 413', async () => {
 });
 
 test('invalid JSON and bad fields are 400 naming them; unknown routes 404', async () => {
-  const req = (path, body, method = 'POST') => fetch(`${brake.base}${path}`, {
+  const req = (path, body, method = 'POST') => fetch(`${f.brake.base}${path}`, {
     method, headers: { authorization: 'Bearer bk-alice-1' }, body });
   let r = await req('/v1/chat/completions', '{"model":');
   assert.equal(r.status, 400);
@@ -100,7 +90,7 @@ test('invalid JSON and bad fields are 400 naming them; unknown routes 404', asyn
 test('a slow-loris head is cut at header_timeout_ms with a 408', async () => {
   const start = Date.now();
   const answer = await new Promise((ok) => {
-    const s = net.createConnection(brake.port, '127.0.0.1');
+    const s = net.createConnection(f.brake.port, '127.0.0.1');
     let got = '';
     const drip = setInterval(() => s.write('x'), 100);
     s.write('POST /v1/chat/completions HTTP/1.1\r\nx-slow: ');
@@ -115,7 +105,7 @@ test('a slow-loris head is cut at header_timeout_ms with a 408', async () => {
 
 test('1,000 idle connections cost timers, not service, and are closed when idle', async () => {
   const sockets = await Promise.all(Array.from({ length: 1000 }, () => new Promise((ok, fail) => {
-    const s = net.createConnection(brake.port, '127.0.0.1', () => ok(s));
+    const s = net.createConnection(f.brake.port, '127.0.0.1', () => ok(s));
     s.on('error', fail);
   })));
   const closed = sockets.map((s) => new Promise((ok) => s.on('close', ok)));
@@ -123,5 +113,5 @@ test('1,000 idle connections cost timers, not service, and are closed when idle'
   assert.ok(took < 1000, `a polite call took ${took} ms beside 1,000 idle connections`);
   await Promise.all(closed);  // the idle timeout (1.5 s) closed every one
   await polite();
-  assert.equal(brake.proc.exitCode, null);
+  assert.equal(f.brake.proc.exitCode, null);
 });

@@ -1,28 +1,18 @@
 // The official SDKs through brake's front: calls, streams, and brake's 429
 // recognised by their error types and honoured by their own retries.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { Braked, FakeUpstream, fakeUsage } from './harness.js';
+import { fakeUsage, fixture } from './harness.js';
 
-let upstream;
-let brake;
+const f = fixture();
 
-before(async () => {
-  upstream = await new FakeUpstream().start();
-  brake = await new Braked(upstream).start();
-});
-after(async () => {
-  assert.equal(await brake.stop(), 0, brake.log);
-  await upstream.stop();
-});
-
-const openai = () => new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${brake.base}/v1`, maxRetries: 0 });
-const anthropic = () => new Anthropic({ apiKey: 'bk-alice-1', baseURL: brake.base, maxRetries: 0 });
+const openai = () => new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
+const anthropic = () => new Anthropic({ apiKey: 'bk-alice-1', baseURL: f.brake.base, maxRetries: 0 });
 
 test('openai: a chat completion through brake, settled from its usage', async () => {
-  const before = (await brake.op({ op: 'status', user: 'alice' })).spend.tokens;
+  const before = (await f.brake.op({ op: 'status', user: 'alice' })).spend.tokens;
   const messages = [{ role: 'user', content: 'hello from the sdk' }];
   const { data, response } = await openai().chat.completions
     .create({ model: 'fake-ok', messages }).withResponse();
@@ -32,10 +22,10 @@ test('openai: a chat completion through brake, settled from its usage', async ()
   assert.ok(Number(response.headers.get('x-brake-reserved-usd')) > 0);
   assert.ok(response.headers.get('x-brake-overhead-ms') !== null);
   // The provider got brake's output ceiling and its own key, not the agent's.
-  const call = upstream.calls.at(-1);
+  const call = f.upstream.calls.at(-1);
   assert.equal(call.body.max_completion_tokens, 50);
   assert.equal(call.headers.authorization, 'Bearer sk-upstream-openai');
-  const after = (await brake.op({ op: 'status', user: 'alice' })).spend.tokens;
+  const after = (await f.brake.op({ op: 'status', user: 'alice' })).spend.tokens;
   assert.equal(after - before, u.input + u.output);
 });
 
@@ -50,7 +40,7 @@ test('openai: a stream passes through, its usage chunk removed unless asked', as
   }
   assert.ok(text.startsWith('Hel'));
   assert.equal(usageChunks, 0);
-  assert.equal(upstream.calls.at(-1).body.stream_options.include_usage, true);
+  assert.equal(f.upstream.calls.at(-1).body.stream_options.include_usage, true);
   const asked = await openai().chat.completions.create({
     model: 'fake-ok', messages, stream: true, stream_options: { include_usage: true } });
   let usage = null;
@@ -63,22 +53,22 @@ test('anthropic: messages, whole and streamed', async () => {
   const messages = [{ role: 'user', content: 'hi claude' }];
   const msg = await anthropic().messages.create({ model: 'fake-ok', max_tokens: 20, messages });
   assert.equal(msg.content[0].text, 'Hello!');
-  assert.equal(upstream.calls.at(-1).headers['x-api-key'], 'sk-upstream-anthropic');
-  const before = (await brake.op({ op: 'status', user: 'alice' })).spend.tokens;
+  assert.equal(f.upstream.calls.at(-1).headers['x-api-key'], 'sk-upstream-anthropic');
+  const before = (await f.brake.op({ op: 'status', user: 'alice' })).spend.tokens;
   const stream = anthropic().messages.stream({ model: 'fake-ok', max_tokens: 20, messages });
   const final = await stream.finalMessage();
   const u = fakeUsage({ messages });
   assert.equal(final.usage.output_tokens, u.output);
-  const after = (await brake.op({ op: 'status', user: 'alice' })).spend.tokens;
+  const after = (await f.brake.op({ op: 'status', user: 'alice' })).spend.tokens;
   assert.equal(after - before, u.input + u.output);
 });
 
 test("brake's 429 is the SDKs' rate-limit error, and their retries wait its retry-after", async () => {
   // One request per second for bob: the second is denied for about a second.
-  const set = await brake.op({ op: 'policy.set', scope: 'user:bob', limits: [
+  const set = await f.brake.op({ op: 'policy.set', scope: 'user:bob', limits: [
     { name: 'rps', resource: 'requests', algorithm: 'token_bucket', rate: 1, per_ms: 1000, burst: 1 }] });
   assert.equal(set.ok, true, JSON.stringify(set));
-  const bob = new OpenAI({ apiKey: 'bk-bob-0001', baseURL: `${brake.base}/v1`, maxRetries: 0 });
+  const bob = new OpenAI({ apiKey: 'bk-bob-0001', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
   const messages = [{ role: 'user', content: 'x' }];
   await bob.chat.completions.create({ model: 'fake-ok', messages });
   await assert.rejects(bob.chat.completions.create({ model: 'fake-ok', messages }), (e) => {
@@ -90,21 +80,21 @@ test("brake's 429 is the SDKs' rate-limit error, and their retries wait its retr
     assert.equal(e.headers.get('x-ratelimit-remaining-requests'), '0');
     return true;
   });
-  const bobA = new Anthropic({ apiKey: 'bk-bob-0001', baseURL: brake.base, maxRetries: 0 });
+  const bobA = new Anthropic({ apiKey: 'bk-bob-0001', baseURL: f.brake.base, maxRetries: 0 });
   await assert.rejects(bobA.messages.create({ model: 'fake-ok', max_tokens: 5, messages }),
                        (e) => e instanceof Anthropic.RateLimitError);
   // With retries the SDK waits what brake said, then succeeds.
-  const retrying = new OpenAI({ apiKey: 'bk-bob-0001', baseURL: `${brake.base}/v1`, maxRetries: 2 });
+  const retrying = new OpenAI({ apiKey: 'bk-bob-0001', baseURL: `${f.brake.base}/v1`, maxRetries: 2 });
   const start = Date.now();
   const ok = await retrying.chat.completions.create({ model: 'fake-ok', messages });
   const waited = Date.now() - start;
   assert.equal(ok.choices[0].message.content, 'Hello!');
   assert.ok(waited >= 700 && waited < 3000, `waited ${waited} ms`);
-  await brake.op({ op: 'policy.delete', scope: 'user:bob' });
+  await f.brake.op({ op: 'policy.delete', scope: 'user:bob' });
 });
 
 test('unknown keys are 401 and malformed bodies 400, in the SDK error types', async () => {
-  const stranger = new OpenAI({ apiKey: 'bk-nobody-1', baseURL: `${brake.base}/v1`, maxRetries: 0 });
+  const stranger = new OpenAI({ apiKey: 'bk-nobody-1', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
   await assert.rejects(stranger.chat.completions.create({ model: 'fake-ok', messages: [] }),
                        (e) => e instanceof OpenAI.AuthenticationError);
   await assert.rejects(openai().chat.completions.create({ model: 'fake-ok', messages: 'nope' }),

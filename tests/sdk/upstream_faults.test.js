@@ -1,26 +1,16 @@
 // The provider misbehaving: a stream it breaks, a 5xx, an unreachable
-// upstream. The client gets what its SDK expects; the lease is settled.
-import { test, before, after } from 'node:test';
+// f.upstream. The client gets what its SDK expects; the lease is settled.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { Braked, FakeUpstream, freePort } from './harness.js';
+import { Braked, fixture, freePort } from './harness.js';
 
-let upstream;
-let brake;
-
-before(async () => {
-  upstream = await new FakeUpstream().start();
-  brake = await new Braked(upstream).start();
-});
-after(async () => {
-  assert.equal(await brake.stop(), 0, brake.log);
-  await upstream.stop();
-});
+const f = fixture();
 
 async function settled(user) {
   for (let i = 0; i < 100; i += 1) {
-    const s = await brake.op({ op: 'status', user });
+    const s = await f.brake.op({ op: 'status', user });
     if (s.reserved.requests === 0) return s;
     await new Promise((ok) => setTimeout(ok, 20));
   }
@@ -28,7 +18,7 @@ async function settled(user) {
 }
 
 test('a stream the provider breaks ends with an error the SDKs raise, settled as error', async () => {
-  const client = new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${brake.base}/v1`, maxRetries: 0 });
+  const client = new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
   const stream = await client.chat.completions.create({
     model: 'fake-broken', stream: true, max_tokens: 20,
     messages: [{ role: 'user', content: 'this will break, promise' }] });
@@ -39,11 +29,11 @@ test('a stream the provider breaks ends with an error the SDKs raise, settled as
   assert.equal(text, 'Hello');  // what came before the break was passed on
   const s = await settled('alice');
   assert.equal(s.reserved.tokens, 0);
-  const metrics = (await brake.op({ op: 'metrics' })).text;
+  const metrics = (await f.brake.op({ op: 'metrics' })).text;
   assert.match(metrics, /brake_front_streams_cut_total\{upstream="openai",by="upstream"\} 1/);
   assert.match(metrics, /brake_front_tokens_settled_total\{upstream="openai",kind="output",source="estimated"\} 5/);
 
-  const anthropic = new Anthropic({ apiKey: 'bk-alice-1', baseURL: brake.base, maxRetries: 0 });
+  const anthropic = new Anthropic({ apiKey: 'bk-alice-1', baseURL: f.brake.base, maxRetries: 0 });
   await assert.rejects(
     anthropic.messages.stream({ model: 'fake-broken', max_tokens: 20,
                                 messages: [{ role: 'user', content: 'this will break, promise' }] })
@@ -53,7 +43,7 @@ test('a stream the provider breaks ends with an error the SDKs raise, settled as
 });
 
 test("a provider's 5xx is passed on and settled at nothing", async () => {
-  const client = new OpenAI({ apiKey: 'bk-bob-0001', baseURL: `${brake.base}/v1`, maxRetries: 0 });
+  const client = new OpenAI({ apiKey: 'bk-bob-0001', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
   await assert.rejects(client.chat.completions.create({ model: 'fake-5xx', max_tokens: 5, messages: [] }),
                        (e) => e instanceof OpenAI.InternalServerError);
   const s = await settled('bob');
