@@ -140,6 +140,7 @@ Result<Settlement> Engine::Commit(const CommitRequest& req, int64_t now_us) {
   row.output_tokens = output;
   row.latency_ms = req.latency_ms;
   row.outcome = req.outcome;
+  row.estimated = req.estimated;
   dirty_.ledger().push_back(row);
   Settlement s{actual.tokens, actual.usd_nano, false};
   leases_.Settle(lease, s, now_us);

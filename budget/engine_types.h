@@ -109,6 +109,9 @@ struct CommitRequest {
   std::optional<int64_t> output_tokens;
   int64_t latency_ms = -1;
   std::string outcome = "ok";
+  // The figures are the client's estimate, not the downstream's report
+  // (commit's `usage`: estimated); the ledger records which.
+  bool estimated = false;
 };
 
 struct Totals {

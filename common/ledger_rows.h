@@ -42,6 +42,9 @@ struct LedgerRow {
   int64_t latency_ms = -1;  // -1 when not reported
   std::string outcome;      // ok | error | timeout | throttled | cancelled
   bool expired = false;     // settled by lease expiry, at its estimate
+  // The settling client said its figures are its own estimate, not what
+  // the downstream reported (the HTTP front's streams cut short).
+  bool estimated = false;
   // The settled lease. With the user and the time, the row's key: a row
   // sent again (a batch retried after a failed commit) is dropped.
   std::string lease;
@@ -64,6 +67,7 @@ struct LedgerView {
   std::string_view outcome;
   bool expired = false;
   std::string_view lease;
+  bool estimated = false;
 };
 
 inline LedgerView ViewOf(const LedgerRow& r) {
@@ -71,7 +75,8 @@ inline LedgerView ViewOf(const LedgerRow& r) {
                     r.parent,   r.resource,     r.model,
                     r.requests, r.tokens,       r.input_tokens,
                     r.output_tokens, r.usd_nano, r.latency_ms,
-                    r.outcome,  r.expired,      r.lease};
+                    r.outcome,  r.expired,      r.lease,
+                    r.estimated};
 }
 
 class LedgerRows {
@@ -90,7 +95,7 @@ class LedgerRows {
     rows_.push_back(Numbers{row.time_ms,
                             {row.requests, row.tokens, row.input_tokens,
                              row.output_tokens, row.usd_nano, row.latency_ms},
-                            row.expired});
+                            row.expired, row.estimated});
   }
   void push_back(const LedgerRow& row) { push_back(ViewOf(row)); }
   // Drops the last row (and its texts).
@@ -109,7 +114,8 @@ class LedgerRows {
     return LedgerView{n.time_ms,   text(0),     text(1),     text(2),
                       text(3),     text(4),     n.values[0], n.values[1],
                       n.values[2], n.values[3], n.values[4], n.values[5],
-                      text(5),     n.expired,   text(6)};
+                      text(5),     n.expired,   text(6),
+                      n.estimated};
   }
   const LedgerView back() const { return (*this)[rows_.size() - 1]; }
 
@@ -153,6 +159,7 @@ class LedgerRows {
     // requests, tokens, input_tokens, output_tokens, usd_nano, latency_ms
     std::array<int64_t, 6> values = {};
     bool expired = false;
+    bool estimated = false;
   };
 
   TextList texts_;

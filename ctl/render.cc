@@ -249,7 +249,7 @@ void RenderUsage(const json& request, const json& reply, std::ostream& out) {
   const json& by = Member(request, "by");
   const char* kColumns[] = {"calls",        "requests",      "tokens",
                             "input_tokens", "output_tokens", "usd",
-                            "expired"};
+                            "expired",      "estimated"};
   std::vector<std::string> headers = {
       by.is_string() ? Upper(by.get<std::string>()) : "TASK"};
   for (const char* c : kColumns) headers.push_back(Upper(c));

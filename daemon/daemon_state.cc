@@ -96,7 +96,8 @@ void Daemon::Usage(uint64_t conn, nlohmann::json id, UsageQuery query) {
                           {"input_tokens", t.input_tokens},
                           {"output_tokens", t.output_tokens},
                           {"usd", NanoToUsd(t.usd_nano)},
-                          {"expired", t.expired}});
+                          {"expired", t.expired},
+                          {"estimated", t.estimated}});
         }
         server_->Resume(conn, OkLine(id, {{"rows", std::move(rows)}}));
       });

@@ -57,7 +57,7 @@ class Scanner {
       case 'o':
         return Either("op", FastKey::kOp, "outcome", FastKey::kOutcome,
                       "output_tokens", FastKey::kOutputTokens);
-      case 'u': return Either("user", FastKey::kUser);
+      case 'u': return Either("user", FastKey::kUser, "usage", FastKey::kUsage);
       case 't': return Either("task", FastKey::kTask,
                               "tokens", FastKey::kTokens);
       case 'r':
@@ -315,7 +315,7 @@ const char* FastKeyName(FastKey key) {
       "tokens",      "requests",      "model",      "resource",
       "fingerprint", "parent",        "wait_ms",    "lease",
       "input_tokens", "output_tokens", "latency_ms", "outcome",
-      "retry_after_ms", ""};
+      "retry_after_ms", "usage", ""};
   static_assert(std::size(kNames) == kFastKeys + 1);
   return kNames[static_cast<size_t>(key)];
 }

@@ -47,6 +47,7 @@ enum class FastKey : uint8_t {
   kLatencyMs,
   kOutcome,
   kRetryAfterMs,
+  kUsage,
   kUnknown,  // also the count of the known ones
 };
 inline constexpr size_t kFastKeys = static_cast<size_t>(FastKey::kUnknown);

@@ -148,6 +148,7 @@ Status OpHandlers::Commit(OpContext& ctx) {
   c.latency_ms = r.Int(FastKey::kLatencyMs, -1);
   const std::string_view outcome = r.Text(FastKey::kOutcome);
   c.outcome.assign(outcome.empty() ? std::string_view("ok") : outcome);
+  c.estimated = r.Text(FastKey::kUsage) == "estimated";
   if (c.tokens && (c.input_tokens || c.output_tokens) &&
       *c.tokens < c.input_tokens.value_or(0) + c.output_tokens.value_or(0)) {
     return Status::BadRequest(

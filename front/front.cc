@@ -327,7 +327,8 @@ void FrontCall::Settle(const Usage& usage, const char* outcome,
                  {"tokens", usage.input_tokens + usage.output_tokens},
                  {"input_tokens", usage.input_tokens},
                  {"output_tokens", usage.output_tokens},
-                 {"outcome", outcome}};
+                 {"outcome", outcome},
+                 {"usage", usage.reported ? "reported" : "estimated"}};
   if (latency_ms >= 0) commit["latency_ms"] = latency_ms;
   if (retry_after_ms >= 0) commit["retry_after_ms"] = retry_after_ms;
   front->brake_->SendLine(channel, commit.dump());

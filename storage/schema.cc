@@ -154,6 +154,13 @@ ALTER TABLE lease_chunks DROP COLUMN settled;
     R"sql(
 SELECT 1;
 )sql",
+    // 7 -> 8: a settlement records whether its figures were the
+    // downstream's report or the client's estimate (the HTTP front's
+    // streams cut short). Rows before it were all reports.
+    R"sql(
+ALTER TABLE ledger ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0
+  CHECK(estimated IN (0, 1));
+)sql",
 };
 
 // Ends the open transaction, if SQLite has not already ended it itself (it

@@ -46,6 +46,7 @@ struct UsageTotal {
   int64_t output_tokens = 0;
   int64_t usd_nano = 0;
   int64_t expired = 0;  // how many of the calls were settled by expiry
+  int64_t estimated = 0;  // how many were settled at the client's estimate
 };
 
 struct StoreOptions {

@@ -62,8 +62,8 @@ Status Store::Impl::PrepareAll() {
       {&ledger_append,
        "INSERT OR IGNORE INTO ledger(time_ms, user, task, parent, resource, "
        "model, requests, tokens, input_tokens, output_tokens, usd_nano, "
-       "latency_ms, outcome, expired, lease)",
-       15, ""},
+       "latency_ms, outcome, expired, lease, estimated)",
+       16, ""},
   };
   for (const auto& [insert, into, columns, tail] : inserts) {
     if (Status s = insert->Prepare(db(), into, columns, tail); !s.ok()) {
@@ -161,6 +161,7 @@ Status Store::Impl::WriteBatch(const Batch& b) {
         st.BindText(first + 12, row.outcome);
         st.BindInt(first + 13, row.expired ? 1 : 0);
         st.BindText(first + 14, row.lease);
+        st.BindInt(first + 15, row.estimated ? 1 : 0);
       },
       [](const LedgerView& row) {
         return storage::MultiInsert::Key{row.user, row.task};

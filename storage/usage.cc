@@ -33,14 +33,17 @@ Result<std::vector<UsageTotal>> QueryUsage(sqlite3* db, const UsageQuery& query)
   if (!query.task.empty()) where += " AND task = ?3";
   const std::string columns =
       " SELECT time_ms, task, model, requests, tokens, input_tokens, "
-      "output_tokens, usd_nano, expired FROM ";
+      "output_tokens, usd_nano, expired, ";
+  // Rows of schema 7 and before have no `estimated`: none was.
   std::string sql = std::string("SELECT ") + key +
                     " AS k, count(*), coalesce(sum(requests), 0), "
                     "coalesce(sum(tokens), 0), coalesce(sum(input_tokens), 0), "
                     "coalesce(sum(output_tokens), 0), "
-                    "coalesce(sum(usd_nano), 0), coalesce(sum(expired), 0) "
-                    "FROM (" + columns + "ledger" + where + " UNION ALL" +
-                    columns + "ledger_schema4" + where + ")";
+                    "coalesce(sum(usd_nano), 0), coalesce(sum(expired), 0), "
+                    "coalesce(sum(estimated), 0) "
+                    "FROM (" + columns + "estimated FROM ledger" + where +
+                    " UNION ALL" + columns + "0 AS estimated FROM ledger_schema4" +
+                    where + ")";
   // Without GROUP BY the aggregate yields exactly one row, zeros included.
   if (!query.by.empty()) sql += " GROUP BY k ORDER BY k";
 
@@ -53,7 +56,7 @@ Result<std::vector<UsageTotal>> QueryUsage(sqlite3* db, const UsageQuery& query)
   Status s = stmt->ForEachRow("usage query", [&](const Statement& r) {
     totals.push_back({r.ColumnText(0), r.ColumnInt(1), r.ColumnInt(2),
                       r.ColumnInt(3), r.ColumnInt(4), r.ColumnInt(5),
-                      r.ColumnInt(6), r.ColumnInt(7)});
+                      r.ColumnInt(6), r.ColumnInt(7), r.ColumnInt(8)});
     return Status::Ok();
   });
   if (!s.ok()) return s;

@@ -221,18 +221,18 @@ TEST_CASE("busiest prints the top rows as a table", "[ctl]") {
 TEST_CASE("usage prints rows and a total", "[ctl]") {
   const char* reply = R"({"ok":true,"rows":[
       {"key":"gpt-4o","calls":3,"requests":3,"tokens":3000,"input_tokens":2000,
-       "output_tokens":1000,"usd":0.015,"expired":0},
+       "output_tokens":1000,"usd":0.015,"expired":0,"estimated":2},
       {"key":"haiku","calls":10,"requests":10,"tokens":500,"input_tokens":400,
-       "output_tokens":100,"usd":0.000125,"expired":1}]})";
+       "output_tokens":100,"usd":0.000125,"expired":1,"estimated":0}]})";
   CHECK(Render(RenderUsage, reply, R"({"by":"model"})") ==
         "MODEL   CALLS  REQUESTS  TOKENS  INPUT_TOKENS  OUTPUT_TOKENS       "
-        "USD  EXPIRED\n"
+        "USD  EXPIRED  ESTIMATED\n"
         "gpt-4o      3         3    3000          2000           1000     "
-        "0.015        0\n"
+        "0.015        0          2\n"
         "haiku      10        10     500           400            100  "
-        "0.000125        1\n"
+        "0.000125        1          0\n"
         "total      13        13    3500          2400           1100  "
-        "0.015125        1\n");
+        "0.015125        1          2\n");
   CHECK(Render(RenderUsage, R"({"ok":true,"rows":[]})") == "no usage\n");
   CHECK(Render(RenderUsage, R"({"ok":true,"rows":[{"key":"t-1","calls":1}]})")
             .rfind("TASK ", 0) == 0);

@@ -44,6 +44,7 @@ TEST_CASE("fast path: every member name maps to its key and no other name "
       {"latency_ms", FastKey::kLatencyMs},
       {"outcome", FastKey::kOutcome},
       {"retry_after_ms", FastKey::kRetryAfterMs},
+      {"usage", FastKey::kUsage},
   };
   REQUIRE(known.size() == kFastKeys);
   for (const auto& [name, key] : known) {

@@ -161,7 +161,7 @@ TEST_CASE("a lease left open by a schema 3 braked settles after the upgrade",
   CHECK(usage["rows"][1]["tokens"] == 250);
   REQUIRE(d.daemon.Stop() == 0);
   Db db(d.daemon.db_path());
-  CHECK(db.Text("PRAGMA user_version") == "7");
+  CHECK(db.Text("PRAGMA user_version") == "8");
   // Settled: its chunk and any bitmap of it are gone.
   CHECK(db.Text("SELECT count(*) FROM lease_chunks") == "0");
   CHECK(db.Text("SELECT count(*) FROM lease_settled") == "0");

@@ -59,6 +59,7 @@ test('200 concurrent streams against a 1 usd cap: never past it, the ledger exac
   assert.equal(row.input_tokens, f.upstream.reported.input - reportedBefore.input);
   assert.equal(row.output_tokens, f.upstream.reported.output - reportedBefore.output);
   assert.equal(row.calls, granted);
+  assert.equal(row.estimated, 0);  // every one reported by the provider
   // The cap is spent to within one call's reservation.
   assert.ok(status.spend.usd > 0.9, `spent ${status.spend.usd}`);
 });
@@ -85,6 +86,10 @@ test('50 clients that disconnect mid-stream leave no lease open', async () => {
   }
   assert.deepEqual(status.reserved, { requests: 0, tokens: 0, usd: 0 });
   assert.equal(status.spend.requests, 50);
+  // Settled from what was received: the ledger says so.
+  const usage = await f.brake.op({ op: 'usage', user: 'dave', by: 'total' });
+  assert.equal(usage.rows[0].calls, 50);
+  assert.equal(usage.rows[0].estimated, 50);
   const metrics = (await f.brake.op({ op: 'metrics' })).text;
   assert.match(metrics, /brake_front_streams_cut_total\{upstream="openai",by="client"\} 50/);
 });

@@ -74,6 +74,33 @@ TEST_CASE("A ledger row sent again counts once and other leases of the "
   CHECK(Strs(*totals) == Rows{":2/2/20/10/10/200/0"});
 }
 
+TEST_CASE("The ledger records which settlements were estimated, and a "
+          "restart keeps it", "[storage]") {
+  storage::TempDir dir;
+  const std::string path = dir.File("brake.db");
+  {
+    Result<std::unique_ptr<Store>> opened = Store::Open(path);
+    REQUIRE(opened.ok());
+    Batch b;
+    for (int i = 0; i < 5; ++i) {
+      LedgerRow row = Row(kDay0 + i, "alice", i < 2 ? "cut" : "whole", "m", 10, 100);
+      row.lease = "e-" + std::to_string(i);
+      row.estimated = i < 2;
+      b.ledger_append.push_back(row);
+    }
+    REQUIRE((*opened)->Apply(b).ok());
+  }
+  Result<std::unique_ptr<Store>> reopened = Store::Open(path);
+  REQUIRE(reopened.ok());
+  auto totals = (*reopened)->QueryUsage(Q("alice", "", 0, "task"));
+  REQUIRE(totals.ok());
+  REQUIRE(totals->size() == 2);
+  CHECK((*totals)[0].key == "cut");
+  CHECK((*totals)[0].estimated == 2);
+  CHECK((*totals)[1].key == "whole");
+  CHECK((*totals)[1].estimated == 0);
+}
+
 TEST_CASE("Store::QueryUsage sums the ledger by group", "[storage]") {
   storage::TempDir dir;
   Result<std::unique_ptr<Store>> opened = Store::Open(dir.File("brake.db"));
