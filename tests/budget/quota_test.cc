@@ -20,7 +20,7 @@ LimitSpec Budget(int64_t limit, Period period) {
   return s;
 }
 
-int64_t At(int64_t y, int m, int d, int64_t h = 0) {
+int64_t QuotaAt(int64_t y, int m, int d, int64_t h = 0) {
   return DaysFromCivil({y, m, d}) * kUsPerDay + h * kUsPerHour;
 }
 
@@ -34,20 +34,20 @@ TEST_CASE("quota: resets exactly at UTC period boundaries", "[budget]") {
     int64_t spend_at_us, boundary_us;
   };
   const Case cases[] = {
-      {Period::kHour, At(2024, 2, 29, 13), At(2024, 2, 29, 14)},
-      {Period::kHour, At(2023, 12, 31, 23), At(2024, 1, 1)},
-      {Period::kDay, At(2024, 2, 28, 5), At(2024, 2, 29)},
-      {Period::kDay, At(2024, 2, 29, 5), At(2024, 3, 1)},
-      {Period::kDay, At(2023, 2, 28, 5), At(2023, 3, 1)},
-      {Period::kDay, At(2023, 12, 31), At(2024, 1, 1)},
-      {Period::kWeek, At(2023, 12, 28), At(2024, 1, 1)},  // Thu -> Mon
-      {Period::kWeek, At(2024, 2, 26), At(2024, 3, 4)},
-      {Period::kMonth, At(2024, 2, 10), At(2024, 3, 1)},  // leap February
-      {Period::kMonth, At(2023, 2, 10), At(2023, 3, 1)},
-      {Period::kMonth, At(2100, 2, 10), At(2100, 3, 1)},  // not a leap year
-      {Period::kMonth, At(2000, 2, 10), At(2000, 3, 1)},  // a leap year
-      {Period::kMonth, At(2023, 12, 1), At(2024, 1, 1)},  // Dec -> Jan
-      {Period::kMonth, At(2024, 4, 15), At(2024, 5, 1)},
+      {Period::kHour, QuotaAt(2024, 2, 29, 13), QuotaAt(2024, 2, 29, 14)},
+      {Period::kHour, QuotaAt(2023, 12, 31, 23), QuotaAt(2024, 1, 1)},
+      {Period::kDay, QuotaAt(2024, 2, 28, 5), QuotaAt(2024, 2, 29)},
+      {Period::kDay, QuotaAt(2024, 2, 29, 5), QuotaAt(2024, 3, 1)},
+      {Period::kDay, QuotaAt(2023, 2, 28, 5), QuotaAt(2023, 3, 1)},
+      {Period::kDay, QuotaAt(2023, 12, 31), QuotaAt(2024, 1, 1)},
+      {Period::kWeek, QuotaAt(2023, 12, 28), QuotaAt(2024, 1, 1)},  // Thu -> Mon
+      {Period::kWeek, QuotaAt(2024, 2, 26), QuotaAt(2024, 3, 4)},
+      {Period::kMonth, QuotaAt(2024, 2, 10), QuotaAt(2024, 3, 1)},  // leap February
+      {Period::kMonth, QuotaAt(2023, 2, 10), QuotaAt(2023, 3, 1)},
+      {Period::kMonth, QuotaAt(2100, 2, 10), QuotaAt(2100, 3, 1)},  // not a leap year
+      {Period::kMonth, QuotaAt(2000, 2, 10), QuotaAt(2000, 3, 1)},  // a leap year
+      {Period::kMonth, QuotaAt(2023, 12, 1), QuotaAt(2024, 1, 1)},  // Dec -> Jan
+      {Period::kMonth, QuotaAt(2024, 4, 15), QuotaAt(2024, 5, 1)},
   };
   for (const Case& c : cases) {
     CAPTURE(static_cast<int>(c.period), c.spend_at_us, c.boundary_us);
@@ -63,7 +63,7 @@ TEST_CASE("quota: resets exactly at UTC period boundaries", "[budget]") {
 }
 
 TEST_CASE("quota: admission", "[budget]") {
-  const int64_t t = At(2024, 3, 10, 12);
+  const int64_t t = QuotaAt(2024, 3, 10, 12);
   Quota q(Budget(100, Period::kDay), t);
 
   SECTION("too large, fits, exhausted") {
@@ -101,7 +101,7 @@ TEST_CASE("quota: admission", "[budget]") {
 }
 
 TEST_CASE("quota: settle", "[budget]") {
-  const int64_t t = At(2024, 3, 10, 23);
+  const int64_t t = QuotaAt(2024, 3, 10, 23);
   Quota q(Budget(100, Period::kDay), t);
   REQUIRE(Take(q, 80, t));
 
@@ -113,8 +113,8 @@ TEST_CASE("quota: settle", "[budget]") {
   }
 
   SECTION("refund to a past period is dropped") {
-    REQUIRE(Take(q, 10, At(2024, 3, 11, 1)));
-    q.Settle(-30, t, At(2024, 3, 11, 2));
+    REQUIRE(Take(q, 10, QuotaAt(2024, 3, 11, 1)));
+    q.Settle(-30, t, QuotaAt(2024, 3, 11, 2));
     REQUIRE(q.count() == 10);
   }
 
@@ -128,12 +128,12 @@ TEST_CASE("quota: settle", "[budget]") {
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == kUsPerHour - 1);
     REQUIRE(q.Check(0, t + 1).verdict == Verdict::kDeny);
-    REQUIRE(Take(q, 100, At(2024, 3, 11)));
+    REQUIRE(Take(q, 100, QuotaAt(2024, 3, 11)));
   }
 }
 
 TEST_CASE("quota: usage, save/restore, reset, reconfigure", "[budget]") {
-  const int64_t t = At(2024, 3, 10, 6);
+  const int64_t t = QuotaAt(2024, 3, 10, 6);
   Quota q(Budget(100, Period::kDay), t);
   REQUIRE(Take(q, 25, t));
 
@@ -143,14 +143,14 @@ TEST_CASE("quota: usage, save/restore, reset, reconfigure", "[budget]") {
     REQUIRE(u.used == 25);
     REQUIRE(u.remaining == 75);
     REQUIRE(u.resets_in_us == 18 * kUsPerHour);
-    u = q.Usage(At(2024, 3, 11, 1));
+    u = q.Usage(QuotaAt(2024, 3, 11, 1));
     REQUIRE(u.used == 0);
     REQUIRE(u.resets_in_us == 23 * kUsPerHour);
   }
 
   SECTION("save/restore") {
     std::vector<int64_t> saved = q.SaveState();
-    REQUIRE(saved == std::vector<int64_t>{At(2024, 3, 10), 25});
+    REQUIRE(saved == std::vector<int64_t>{QuotaAt(2024, 3, 10), 25});
     Quota c(Budget(100, Period::kDay), t);
     REQUIRE(c.RestoreState(saved));
     REQUIRE(c.SaveState() == saved);
@@ -175,9 +175,9 @@ TEST_CASE("quota: usage, save/restore, reset, reconfigure", "[budget]") {
 
   SECTION("reconfigure day -> month keeps the count for the month") {
     q.Reconfigure(Budget(100, Period::kMonth));
-    REQUIRE(q.Usage(At(2024, 3, 20)).used == 25);
-    REQUIRE(q.Usage(At(2024, 4, 1)).used == 0);
-    REQUIRE(q.period_start_us() == At(2024, 4, 1));
+    REQUIRE(q.Usage(QuotaAt(2024, 3, 20)).used == 25);
+    REQUIRE(q.Usage(QuotaAt(2024, 4, 1)).used == 0);
+    REQUIRE(q.period_start_us() == QuotaAt(2024, 4, 1));
   }
 }
 

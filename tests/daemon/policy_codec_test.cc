@@ -12,14 +12,14 @@ namespace {
 
 using nlohmann::json;
 
-LimitSpec Parse(const json& j) {
+LimitSpec ParsedLimit(const json& j) {
   auto spec = ParseLimit(j, "limits[0]");
   INFO(j.dump() << " -> " << spec.status().message());
   REQUIRE(spec.ok());
   return *spec;
 }
 
-void CheckRefused(const json& j, const std::string& prefix) {
+void CheckLimitRefused(const json& j, const std::string& prefix) {
   CAPTURE(j.dump());
   auto spec = ParseLimit(j, "limits[0]");
   REQUIRE_FALSE(spec.ok());
@@ -71,7 +71,7 @@ const json kConcurrency = {{"name", "inflight"},
 
 TEST_CASE("codec: every algorithm's fields", "[codec]") {
   SECTION("token_bucket") {
-    LimitSpec s = Parse(kTokenBucket);
+    LimitSpec s = ParsedLimit(kTokenBucket);
     CHECK(s.name == "rps");
     CHECK(s.resource == Resource::kRequests);
     CHECK(s.algorithm == Algorithm::kTokenBucket);
@@ -82,40 +82,40 @@ TEST_CASE("codec: every algorithm's fields", "[codec]") {
     CHECK_FALSE(s.shadow);
   }
   SECTION("warmup") {
-    LimitSpec s = Parse(With(kWarmup, "cold_factor", 2.5));
+    LimitSpec s = ParsedLimit(With(kWarmup, "cold_factor", 2.5));
     CHECK(s.algorithm == Algorithm::kWarmup);
     CHECK(s.rate == 50);
     CHECK(s.warmup_ms == 10000);
     CHECK(s.cold_factor == 2.5);
   }
   SECTION("sliding_log") {
-    LimitSpec s = Parse(kSlidingLog);
+    LimitSpec s = ParsedLimit(kSlidingLog);
     CHECK(s.algorithm == Algorithm::kSlidingLog);
     CHECK(s.resource == Resource::kTokens);
     CHECK(s.limit == 100000);
     CHECK(s.window_ms == 60000);
   }
   SECTION("fixed_window") {
-    LimitSpec s = Parse(kFixedWindow);
+    LimitSpec s = ParsedLimit(kFixedWindow);
     CHECK(s.algorithm == Algorithm::kFixedWindow);
     CHECK(s.limit == 100);
     CHECK(s.window_ms == 60000);
   }
   SECTION("leaky_bucket") {
-    LimitSpec s = Parse(kLeakyBucket);
+    LimitSpec s = ParsedLimit(kLeakyBucket);
     CHECK(s.algorithm == Algorithm::kLeakyBucket);
     CHECK(s.rate == 50);
     CHECK(s.queue == 100);
   }
   SECTION("quota in usd is kept in nano-usd") {
-    LimitSpec s = Parse(kQuota);
+    LimitSpec s = ParsedLimit(kQuota);
     CHECK(s.algorithm == Algorithm::kQuota);
     CHECK(s.resource == Resource::kUsd);
     CHECK(s.limit == 5 * kNanoUsdPerUsd);
     CHECK(s.period == Period::kDay);
-    CHECK(Parse(With(kQuota, "limit", 0.000000001)).limit == 1);
-    CHECK(Parse(With(kQuota, "limit", 0.1)).limit == 100'000'000);
-    CHECK(Parse(With(kQuota, "limit", 0)).limit == 0);
+    CHECK(ParsedLimit(With(kQuota, "limit", 0.000000001)).limit == 1);
+    CHECK(ParsedLimit(With(kQuota, "limit", 0.1)).limit == 100'000'000);
+    CHECK(ParsedLimit(With(kQuota, "limit", 0)).limit == 0);
   }
   SECTION("quota periods") {
     const std::pair<const char*, Period> periods[] = {
@@ -123,39 +123,39 @@ TEST_CASE("codec: every algorithm's fields", "[codec]") {
         {"week", Period::kWeek}, {"month", Period::kMonth},
         {"total", Period::kTotal}};
     for (const auto& [name, period] : periods) {
-      CHECK(Parse(With(kQuota, "period", name)).period == period);
+      CHECK(ParsedLimit(With(kQuota, "period", name)).period == period);
     }
   }
   SECTION("concurrency") {
-    LimitSpec s = Parse(kConcurrency);
+    LimitSpec s = ParsedLimit(kConcurrency);
     CHECK(s.algorithm == Algorithm::kConcurrency);
     CHECK(s.limit == 8);
   }
   SECTION("shadow on any algorithm") {
     for (const json& j : {kTokenBucket, kWarmup, kSlidingLog, kFixedWindow,
                           kLeakyBucket, kQuota, kConcurrency}) {
-      CHECK(Parse(With(j, "shadow", true)).shadow);
-      CHECK_FALSE(Parse(With(j, "shadow", false)).shadow);
+      CHECK(ParsedLimit(With(j, "shadow", true)).shadow);
+      CHECK_FALSE(ParsedLimit(With(j, "shadow", false)).shadow);
     }
   }
 }
 
 TEST_CASE("codec: defaults", "[codec]") {
-  LimitSpec tb = Parse(Without(Without(Without(kTokenBucket, "per_ms"), "burst"),
+  LimitSpec tb = ParsedLimit(Without(Without(Without(kTokenBucket, "per_ms"), "burst"),
                                "pay_later"));
   CHECK(tb.per_ms == 1000);
   CHECK(tb.burst == tb.rate);  // one `per_ms` worth of permits
   CHECK_FALSE(tb.pay_later);
 
-  LimitSpec wu = Parse(Without(Without(kWarmup, "per_ms"), "cold_factor"));
+  LimitSpec wu = ParsedLimit(Without(Without(kWarmup, "per_ms"), "cold_factor"));
   CHECK(wu.per_ms == 1000);
   CHECK(wu.cold_factor == 3.0);
 
-  LimitSpec lb = Parse(Without(Without(kLeakyBucket, "per_ms"), "queue"));
+  LimitSpec lb = ParsedLimit(Without(Without(kLeakyBucket, "per_ms"), "queue"));
   CHECK(lb.per_ms == 1000);
   CHECK(lb.queue == 0);
 
-  CHECK_FALSE(Parse(kConcurrency).shadow);
+  CHECK_FALSE(ParsedLimit(kConcurrency).shadow);
 }
 
 TEST_CASE("codec: required fields", "[codec]") {
@@ -175,7 +175,7 @@ TEST_CASE("codec: required fields", "[codec]") {
       {Without(kConcurrency, "resource"), "limits[0].resource:"},
       {Without(kConcurrency, "algorithm"), "limits[0].algorithm:"},
   };
-  for (const auto& [j, prefix] : cases) CheckRefused(j, prefix);
+  for (const auto& [j, prefix] : cases) CheckLimitRefused(j, prefix);
 }
 
 TEST_CASE("codec: bounds and types", "[codec]") {
@@ -213,7 +213,7 @@ TEST_CASE("codec: bounds and types", "[codec]") {
        "limits[0].limit:"},
       {With(kConcurrency, "limit", 0), "limits[0].limit:"},
   };
-  for (const auto& [j, prefix] : cases) CheckRefused(j, prefix);
+  for (const auto& [j, prefix] : cases) CheckLimitRefused(j, prefix);
 }
 
 TEST_CASE("codec: a field of another algorithm is refused", "[codec]") {
@@ -232,24 +232,24 @@ TEST_CASE("codec: a field of another algorithm is refused", "[codec]") {
       {With(kConcurrency, "period", "day"), "limits[0].period:"},
       {With(kConcurrency, "bogus", 1), "limits[0].bogus:"},
   };
-  for (const auto& [j, prefix] : cases) CheckRefused(j, prefix);
+  for (const auto& [j, prefix] : cases) CheckLimitRefused(j, prefix);
 }
 
 TEST_CASE("codec: which resources an algorithm may count", "[codec]") {
-  CHECK(Parse(With(kSlidingLog, "resource", "usd")).resource == Resource::kUsd);
-  CHECK(Parse(With(kFixedWindow, "resource", "usd")).resource ==
+  CHECK(ParsedLimit(With(kSlidingLog, "resource", "usd")).resource == Resource::kUsd);
+  CHECK(ParsedLimit(With(kFixedWindow, "resource", "usd")).resource ==
         Resource::kUsd);
-  CHECK(Parse(With(kSlidingLog, "resource", "usd")).limit ==
+  CHECK(ParsedLimit(With(kSlidingLog, "resource", "usd")).limit ==
         100000 * kNanoUsdPerUsd);
-  CheckRefused(With(kTokenBucket, "resource", "usd"), "limits[0].resource:");
-  CheckRefused(With(kWarmup, "resource", "usd"), "limits[0].resource:");
-  CheckRefused(With(kLeakyBucket, "resource", "usd"), "limits[0].resource:");
-  CheckRefused(With(kConcurrency, "resource", "usd"), "limits[0].resource:");
-  CheckRefused(With(kConcurrency, "resource", "tokens"),
+  CheckLimitRefused(With(kTokenBucket, "resource", "usd"), "limits[0].resource:");
+  CheckLimitRefused(With(kWarmup, "resource", "usd"), "limits[0].resource:");
+  CheckLimitRefused(With(kLeakyBucket, "resource", "usd"), "limits[0].resource:");
+  CheckLimitRefused(With(kConcurrency, "resource", "usd"), "limits[0].resource:");
+  CheckLimitRefused(With(kConcurrency, "resource", "tokens"),
                "limits[0].resource:");
   for (const json& j : {kTokenBucket, kWarmup, kSlidingLog, kFixedWindow,
                         kLeakyBucket}) {
-    CHECK(Parse(With(j, "resource", "tokens")).resource == Resource::kTokens);
+    CHECK(ParsedLimit(With(j, "resource", "tokens")).resource == Resource::kTokens);
   }
 }
 

@@ -3,27 +3,35 @@
     import brake
 
     client = brake.Client()                       # BRAKE_SOCKET or the default
-    with client.acquire("alice", "t-42", tokens=1200) as lease:
-        reply = call_the_model()
-        lease.commit(input_tokens=reply.usage.prompt_tokens,
-                     output_tokens=reply.usage.completion_tokens)
+    with client.acquire("alice", "t-42", tokens=1200, model="gpt-4o") as lease:
+        resp = openai_client.chat.completions.create(...)
+        lease.commit_usage(resp)
 
-See clients/python/README.md.
+On asyncio: ``brake.AsyncClient``, the same API awaited. See the package
+README (clients/python/README.md).
 """
 
+from ._version import __version__
+from .aio import AsyncClient, AsyncLease
 from .client import RETRY_AFTER_SEND, Client, Lease, default_socket_path
-from .errors import (BadJson, BadRequest, BrakeError, Denied, Error,
-                     Forbidden, Internal, LineTooLong, TooManyConnections,
-                     Unavailable, UnknownLease, UnknownOp, Unreachable,
-                     error_from_reply)
+from .errors import (BadJson, BadRequest, BrakeError, BreakerOpen,
+                     ConcurrencyLimited, CostCap, Denied, Error, Forbidden,
+                     Internal, LineTooLong, QueueFull, QuotaExhausted,
+                     RateLimited, TooLarge, TooManyConnections, Unavailable,
+                     UnknownLease, UnknownOp, Unreachable, WaitTimedOut,
+                     denied_from_reply, error_from_reply)
 from .fingerprint import canonical_json, fingerprint
-
-__version__ = "0.1.0"
+from .usage import Usage, UsageTally, usage_of
 
 __all__ = [
-    "Client", "Lease", "default_socket_path", "RETRY_AFTER_SEND",
-    "fingerprint", "canonical_json", "Error", "Denied", "BrakeError",
-    "BadJson", "BadRequest", "UnknownOp", "LineTooLong", "UnknownLease",
-    "Forbidden", "Internal", "TooManyConnections", "Unavailable",
-    "Unreachable", "error_from_reply",
+    "__version__",
+    "Client", "Lease", "AsyncClient", "AsyncLease", "default_socket_path",
+    "RETRY_AFTER_SEND", "fingerprint", "canonical_json",
+    "Usage", "UsageTally", "usage_of",
+    "Error", "Denied", "RateLimited", "QuotaExhausted", "CostCap",
+    "BreakerOpen", "ConcurrencyLimited", "QueueFull", "WaitTimedOut",
+    "TooLarge", "BrakeError", "BadJson", "BadRequest", "UnknownOp",
+    "LineTooLong", "UnknownLease", "Forbidden", "Internal",
+    "TooManyConnections", "Unavailable", "Unreachable", "error_from_reply",
+    "denied_from_reply",
 ]

@@ -12,17 +12,23 @@ holds its own connection while it waits), and no background thread is needed.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import json
 import logging
 import os
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TypeVar
 
 from ._connection import _BadReply, _Broken, _Connection, _TimedOut
-from .errors import (BrakeError, Denied, Error, Unreachable,
-                     error_from_reply)
+from ._lease import (LeaseBase, acquire_fields, call_fingerprint,
+                     fail_open_or_raise, granted, log_lost_commit)
+from .errors import BrakeError, Error, Unreachable, error_from_reply
+from .usage import usage_of
+
+R = TypeVar("R")
 
 log = logging.getLogger("brake")
 
@@ -223,22 +229,57 @@ class Client:
         written, it raises :class:`Unreachable` with ``sent`` True (or, with
         ``fail_open``, returns a no-op lease).
         """
-        fields = {"user": user, "task": task, "tokens": tokens,
-                  "requests": requests, "model": model, "resource": resource,
-                  "fingerprint": fingerprint, "parent": parent,
-                  "wait_ms": wait_ms if wait_ms else None}
+        fields = acquire_fields(user, task, tokens, requests, model,
+                                resource, fingerprint, parent, wait_ms)
         try:
             reply = self.request("acquire", extra_timeout=wait_ms / 1000.0,
                                  **fields)
         except Unreachable as e:
-            if not self.fail_open:
-                raise
-            log.warning("brake: %s; fail_open: going ahead without a lease",
-                        e)
+            fail_open_or_raise(self.fail_open, e)
             return Lease(self, None, error=e)
-        if reply.get("granted") is True:
-            return Lease(self, reply)
-        raise Denied(reply)
+        return Lease(self, granted(reply))
+
+    def guard(self, user: str, task: str, resource: Optional[str] = None,
+              tokens: int = 0, model: Optional[str] = None,
+              wait_ms: int = 0, name: Optional[str] = None
+              ) -> Callable[[Callable[..., R]], Callable[..., R]]:
+        """A decorator for a tool (a plain function; for ``async def`` use
+        :meth:`AsyncClient.guard`): each call acquires first (raising the
+        :class:`Denied` subclass when refused), with a fingerprint of the
+        call's name (``name`` or the function's qualified name) and its
+        arguments, so that a loop of identical calls trips the loop breaker;
+        then commits the outcome (``error`` when the tool raises) and the
+        latency, and the tokens when the result is a response with usage.
+        """
+        def decorate(func: Callable[..., R]) -> Callable[..., R]:
+            if inspect.iscoroutinefunction(func):
+                raise TypeError("Client.guard wraps plain functions; use "
+                                "AsyncClient.guard for async def %s"
+                                % func.__qualname__)
+            call_name = name or func.__qualname__
+
+            @functools.wraps(func)
+            def guarded(*args: Any, **kwargs: Any) -> R:
+                lease = self.acquire(
+                    user, task, tokens=tokens, model=model,
+                    resource=resource, wait_ms=wait_ms,
+                    fingerprint=call_fingerprint(call_name, func, args,
+                                                 kwargs))
+                try:
+                    result = func(*args, **kwargs)
+                except BaseException as e:
+                    try:
+                        lease.commit(outcome="error")
+                    except Error as failed:  # never hide the tool's own
+                        log_lost_commit(lease, e, failed)
+                    raise
+                if usage_of(result) is not None:
+                    lease.commit_usage(result)
+                else:
+                    lease.commit()
+                return result
+            return guarded
+        return decorate
 
     # ---- reads -----------------------------------------------------------
 
@@ -263,7 +304,8 @@ class Client:
 
     def metrics(self) -> str:
         """The Prometheus text exposition."""
-        return self.request("metrics")["text"]
+        text: str = self.request("metrics")["text"]
+        return text
 
     def breaker_list(self) -> Dict[str, Any]:
         """``reply["breakers"]``: every breaker that is not closed."""
@@ -310,7 +352,7 @@ class Client:
         return self.request("breaker.reset", scope=scope)
 
 
-class Lease:
+class Lease(LeaseBase):
     """A granted acquire: commit it with the real usage, or cancel it.
 
     ``id``: the daemon's lease string (None for a fail-open lease).
@@ -321,35 +363,21 @@ class Lease:
 
     As a context manager: leaving the block without commit or cancel
     cancels the lease; an exception leaving the block commits it with
-    outcome ``error`` (feeding the error breakers) and propagates.
+    outcome ``error`` (feeding the error breakers) and the usage reported or
+    observed so far, and propagates.
     """
 
     def __init__(self, client: Client, reply: Optional[Dict[str, Any]],
                  error: Optional[BaseException] = None):
+        super().__init__(reply, error)
         self._client = client
-        self.reply: Dict[str, Any] = reply or {}
-        self.id: Optional[str] = self.reply.get("lease")
-        self.waited_ms: int = self.reply.get("waited_ms", 0)
-        self.remaining: Optional[Dict[str, Any]] = self.reply.get("remaining")
-        self.fail_open = reply is None
-        self.error = error
-        self.started = time.monotonic()
-        self.settled: Optional[str] = None
-        self.result: Optional[Dict[str, Any]] = None
-        # What report() was told, for the commit of a block that raises.
-        self.reported: Dict[str, int] = {}
-
-    def __repr__(self) -> str:
-        if self.fail_open:
-            return "<brake.Lease fail_open>"
-        return "<brake.Lease %s%s>" % (
-            self.id, " " + self.settled if self.settled else "")
 
     def commit(self, tokens: Optional[int] = None,
                input_tokens: Optional[int] = None,
                output_tokens: Optional[int] = None,
                latency_ms: Optional[int] = None, outcome: str = "ok",
-               retry_after_ms: Optional[int] = None) -> Dict[str, Any]:
+               retry_after_ms: Optional[int] = None,
+               usage: Optional[str] = None) -> Dict[str, Any]:
         """Settles the lease with the real usage; returns the reply
         (``charged_tokens``, ``charged_usd``, ``duplicate`` on a repeat).
 
@@ -358,75 +386,60 @@ class Lease:
         ``latency_ms`` defaults to the time since the grant. ``outcome``:
         ``ok``, ``error``, ``timeout`` or ``throttled`` (the downstream said
         "wait"; ``retry_after_ms`` holds its breaker open that long).
-        Committing again is harmless (the first result, ``duplicate``).
+        ``usage``: ``reported`` (default) or ``estimated``, as the ledger
+        records it. Committing again is harmless (the first result,
+        ``duplicate``).
         """
-        if latency_ms is None:
-            latency_ms = int(round((time.monotonic() - self.started) * 1000))
+        fields = self._commit_fields(tokens, input_tokens, output_tokens,
+                                     latency_ms, outcome, retry_after_ms,
+                                     usage)
         if self.fail_open:
-            self.settled = "committed"
-            self.result = {"ok": True, "fail_open": True}
-            return self.result
+            return self._fail_open_result("committed")
         try:
-            reply = self._client.request(
-                "commit", lease=self.id, tokens=tokens,
-                input_tokens=input_tokens, output_tokens=output_tokens,
-                latency_ms=latency_ms, outcome=outcome,
-                retry_after_ms=retry_after_ms)
+            reply = self._client.request("commit", **fields)
         except Unreachable as e:
-            return self._unreachable("commit", e)
-        self.settled = "committed"
-        self.result = reply
-        return reply
+            return self._unreachable("commit", e, self._client.fail_open)
+        return self._settled("committed", reply)
 
-    def report(self, tokens: Optional[int] = None,
-               input_tokens: Optional[int] = None,
-               output_tokens: Optional[int] = None) -> None:
-        """Notes the usage known so far, without settling: if the ``with``
-        block then raises, the lease is committed with these figures
-        (``outcome: "error"``) instead of the reserved estimate. Later calls
-        replace the figures they name."""
-        for key, value in (("tokens", tokens), ("input_tokens", input_tokens),
-                           ("output_tokens", output_tokens)):
-            if value is not None:
-                self.reported[key] = value
+    def commit_usage(self, response: Any = None, outcome: str = "ok",
+                     latency_ms: Optional[int] = None) -> Dict[str, Any]:
+        """Commits the tokens a response reports: an OpenAI chat/completions
+        or Responses-API response, an Anthropic message, as the SDK's object
+        or a dict; a stream's final usage chunk or event, or a list of its
+        chunks/events; with no argument, what :meth:`observe` saw. A
+        response that reports no usage settles at the reservation, recorded
+        as estimated (as does a stream that reported one side only, for the
+        side it left out)."""
+        return self.commit(latency_ms=latency_ms, outcome=outcome,
+                           **self._usage_fields(response))
 
     def cancel(self) -> Dict[str, Any]:
         """Releases the reservation as if the call never happened."""
         if self.fail_open:
-            self.settled = "cancelled"
-            self.result = {"ok": True, "fail_open": True}
-            return self.result
+            return self._fail_open_result("cancelled")
         try:
             reply = self._client.request("cancel", lease=self.id)
         except Unreachable as e:
-            return self._unreachable("cancel", e)
-        self.settled = "cancelled"
-        self.result = reply
-        return reply
-
-    def _unreachable(self, op: str, e: Unreachable) -> Dict[str, Any]:
-        if not self._client.fail_open:
-            raise e
-        log.warning("brake: %s of lease %s failed (%s); fail_open: going on "
-                    "(the daemon settles it at its estimate after the lease "
-                    "TTL)", op, self.id, e)
-        return {"ok": False, "fail_open": True,
-                "error": {"code": e.code, "message": e.message}}
+            return self._unreachable("cancel", e, self._client.fail_open)
+        return self._settled("cancelled", reply)
 
     def __enter__(self) -> "Lease":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self.settled is not None:
-            return False
+            return
         if exc_type is None:
             self.cancel()
-            return False
+            return
         # The call may have spent before it failed: settled with what was
         # reported, else at the reservation (a failed call is not free).
         try:
-            self.commit(outcome="error", **self.reported)
+            r = self.reported
+            self.commit(outcome="error", tokens=r.get("tokens"),
+                        input_tokens=r.get("input_tokens"),
+                        output_tokens=r.get("output_tokens"))
         except Error as e:  # never hide the block's own exception
             log.warning("brake: could not commit lease %s after %s: %s",
                         self.id, exc_type.__name__, e)
-        return False
+        return

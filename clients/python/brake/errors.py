@@ -2,10 +2,13 @@
 
     Error                   base of everything below
     +-- Denied              the daemon answered "granted": false (not an error
-    |                       on the wire: a normal answer to acquire)
+    |   |                   on the wire: a normal answer to acquire); one
+    |   |                   subclass per reason:
+    |   +-- RateLimited, QuotaExhausted, CostCap, BreakerOpen,
+    |       ConcurrencyLimited, QueueFull, WaitTimedOut, TooLarge
     +-- BrakeError          "ok": false, or the daemon could not be asked
         +-- BadJson, BadRequest, UnknownOp, LineTooLong, UnknownLease,
-        |   Forbidden, Internal, TooManyConnections
+        |   Forbidden, Internal, TooManyConnections (one per error code)
         +-- Unavailable     the daemon answered "unavailable" (its storage
             |               failed and it is configured to fail closed) ...
             +-- Unreachable ... or could not be reached at all: no socket,
@@ -14,7 +17,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Type
 
 
 class Error(Exception):
@@ -61,6 +64,57 @@ class Denied(Error):
         return self.retry_after_ms / 1000.0
 
 
+class RateLimited(Denied):
+    """``rate_limited``: a rate limit (token bucket, warm-up, sliding log,
+    fixed window, leaky bucket) refused; ``retry_after_ms`` says when it
+    admits again."""
+
+
+class QuotaExhausted(Denied):
+    """``quota_exhausted``: a period quota of requests or tokens is used up
+    until the period resets (``retry_after_ms``)."""
+
+
+class CostCap(Denied):
+    """``cost_cap``: the call's reserved usd would pass a usd quota."""
+
+
+class BreakerOpen(Denied):
+    """``breaker_open``: a circuit breaker of the task, user or resource is
+    open; ``cause`` says why (``loop``, ``slow_calls``, ``errors``,
+    ``spend_velocity``, ``throttled``, ``manual``)."""
+
+
+class ConcurrencyLimited(Denied):
+    """``concurrency``: the scope already holds its maximum of open leases."""
+
+
+class QueueFull(Denied):
+    """``queue_full``: the scope's wait queue (or leaky bucket) is full."""
+
+
+class WaitTimedOut(Denied):
+    """``timeout``: the acquire waited its ``wait_ms`` without a grant."""
+
+
+class TooLarge(Denied):
+    """``too_large``: the request exceeds a limit's capacity and can never be
+    granted (``retry_after_ms`` is None)."""
+
+
+_DENIED_BY_REASON: Dict[str, Type[Denied]] = {
+    "rate_limited": RateLimited, "quota_exhausted": QuotaExhausted,
+    "cost_cap": CostCap, "breaker_open": BreakerOpen,
+    "concurrency": ConcurrencyLimited, "queue_full": QueueFull,
+    "timeout": WaitTimedOut, "too_large": TooLarge}
+
+
+def denied_from_reply(reply: Dict[str, Any]) -> Denied:
+    """The :class:`Denied` subclass of a ``"granted": false`` reply (an
+    unknown reason: Denied itself)."""
+    return _DENIED_BY_REASON.get(str(reply.get("reason")), Denied)(reply)
+
+
 class BrakeError(Error):
     """The daemon answered ``"ok": false``, or could not be asked.
 
@@ -70,7 +124,7 @@ class BrakeError(Error):
     reply dict (None when there was none).
     """
 
-    code = "internal"
+    code: str = "internal"
 
     def __init__(self, message: str, code: Optional[str] = None,
                  reply: Optional[Dict[str, Any]] = None):
@@ -135,7 +189,7 @@ class Unreachable(Unavailable):
         super().__init__(message)
 
 
-_BY_CODE = {cls.code: cls for cls in (
+_BY_CODE: Dict[str, Type[BrakeError]] = {cls.code: cls for cls in (
     BadJson, BadRequest, UnknownOp, LineTooLong, UnknownLease, Forbidden,
     Internal, TooManyConnections, Unavailable)}
 

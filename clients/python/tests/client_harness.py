@@ -24,7 +24,10 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYROOT = os.path.dirname(HERE)
-if PYROOT not in sys.path:
+# tests/run sets BRAKE_TEST_INSTALLED to the venv the package was installed
+# in: then brake is imported from there, never from the source tree.
+INSTALLED = os.environ.get("BRAKE_TEST_INSTALLED", "")
+if not INSTALLED and PYROOT not in sys.path:
     sys.path.insert(0, PYROOT)
 
 # The client logs a warning whenever it fails open; the tests check those
@@ -33,7 +36,8 @@ logging.getLogger("brake").addHandler(logging.NullHandler())
 
 
 def _find_braked() -> str:
-    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+    if (os.path.basename(sys.argv[0]) == "test_client.py"
+            and len(sys.argv) > 1 and not sys.argv[1].startswith("-")):
         return sys.argv.pop(1)
     env = os.environ.get("BRAKED")
     if env:
@@ -173,3 +177,11 @@ def tear_down_module() -> None:
 
 def name(prefix: str) -> str:
     return "%s-%d" % (prefix, next(_names))
+
+
+class Names:
+    """Fresh names for the pytest tests (the `name` fixture)."""
+
+    @staticmethod
+    def of(prefix: str) -> str:
+        return name(prefix)

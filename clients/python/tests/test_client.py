@@ -4,8 +4,8 @@
     BRAKED=build/daemon/braked python3 clients/python/tests/test_client.py
     python3 clients/python/tests/test_client.py build/daemon/braked [-v]
 
-ctest runs it as "python-client" (tests/CMakeLists.txt sets BRAKED and
-PYTHONPATH). Standard library only.
+tests/run runs it (with the pytest files) as ctest's "python-client", against
+the pip-installed package. Standard library only.
 
 This file is the entry point: it runs ClientTest (its cases live in
 client_live_cases.py) and ExampleTest (client_example_cases.py), and holds
