@@ -75,6 +75,7 @@ export class FakeUpstream {
     }
     const usage = fakeUsage(body);
     const anthropic = req.url.startsWith('/v1/messages');
+    if (req.url.startsWith('/v1/responses')) return this.respond(res, body, model, usage);
     if (!body.stream) {
       this.report(usage);
       if (anthropic) {
@@ -123,6 +124,29 @@ export class FakeUpstream {
       res.write(sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
     }
     next();
+  }
+  // The Responses API: a response, or its events (created, text deltas,
+  // completed with the usage).
+  respond(res, body, model, usage) {
+    const response = (status, u) => ({
+      id: 'resp_1', object: 'response', created_at: 1, status, model,
+      output: status === 'completed' ? [{ type: 'message', id: 'msg_1', status, role: 'assistant',
+        content: [{ type: 'output_text', text: 'Hello!', annotations: [] }] }] : [],
+      usage: u && { input_tokens: u.input, input_tokens_details: { cached_tokens: 0 },
+        output_tokens: u.output, output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: u.input + u.output },
+    });
+    this.report(usage);
+    if (!body.stream) return json(res, 200, response('completed', usage));
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    let n = 0;
+    const event = (type, rest) => res.write(sse(type, { type, sequence_number: n++, ...rest }));
+    event('response.created', { response: response('in_progress', null) });
+    for (const delta of ['Hel', 'lo!']) {
+      event('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta });
+    }
+    event('response.completed', { response: response('completed', usage) });
+    res.end();
   }
   report(usage) {
     this.reported.input += usage.input;

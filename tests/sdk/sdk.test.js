@@ -49,6 +49,30 @@ test('openai: a stream passes through, its usage chunk removed unless asked', as
                    Object.values(fakeUsage({ messages })));
 });
 
+test('openai: the Responses API, whole and streamed, settled from its usage', async () => {
+  const status = async () => (await f.brake.op({ op: 'status', user: 'alice' })).spend.tokens;
+  const input = 'respond to this';
+  const u = fakeUsage({ input });
+  const before = await status();
+  const whole = await openai().responses.create({ model: 'fake-ok', input });
+  assert.equal(whole.output_text, 'Hello!');
+  assert.equal(whole.usage.input_tokens, u.input);
+  // brake's output ceiling, in the Responses API's name for it
+  assert.equal(f.upstream.calls.at(-1).body.max_output_tokens, 50);
+  const mid = await status();
+  assert.equal(mid - before, u.input + u.output);
+  const stream = await openai().responses.create({ model: 'fake-ok', input, stream: true });
+  let text = '';
+  let completed = null;
+  for await (const event of stream) {
+    if (event.type === 'response.output_text.delta') text += event.delta;
+    if (event.type === 'response.completed') completed = event.response;
+  }
+  assert.equal(text, 'Hello!');
+  assert.equal(completed.usage.output_tokens, u.output);
+  assert.equal((await status()) - mid, u.input + u.output);
+});
+
 test('anthropic: messages, whole and streamed', async () => {
   const messages = [{ role: 'user', content: 'hi claude' }];
   const msg = await anthropic().messages.create({ model: 'fake-ok', max_tokens: 20, messages });
