@@ -435,13 +435,20 @@ Status Engine::Grant(const AcquireRequest& req, std::string_view model,
       charge->amount = amount;
       charge->limiter = limiter;
       if (spec[i].shadow) continue;
-      std::optional<int64_t>* slot =
-          spec[i].resource == Resource::kRequests ? &out->remaining.requests
-          : spec[i].resource == Resource::kTokens ? &out->remaining.tokens
-                                                  : &out->remaining.usd_nano;
+      Remaining& left = out->remaining;
+      const bool requests = spec[i].resource == Resource::kRequests;
+      const bool tokens = spec[i].resource == Resource::kTokens;
+      std::optional<int64_t>* slot = requests ? &left.requests
+                                     : tokens ? &left.tokens
+                                              : &left.usd_nano;
       int64_t remaining =
           RemainingOf(*limiter, spec[i], now_us, !make_limiter_);
-      if (!*slot || remaining < **slot) *slot = remaining;
+      if (!*slot || remaining < **slot) {
+        *slot = remaining;
+        (requests ? left.requests_capacity
+         : tokens ? left.tokens_capacity
+                  : left.usd_capacity_nano) = Capacity(spec[i]);
+      }
     }
   }
   for (const Resident& r : subjects) {

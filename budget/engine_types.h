@@ -86,11 +86,14 @@ struct HeldDenial {
 };
 
 // What is left under the tightest limit of each resource (absent when no
-// limit of that resource applies).
+// limit of that resource applies), and that limit's Capacity().
 struct Remaining {
   std::optional<int64_t> requests;
   std::optional<int64_t> tokens;
   std::optional<int64_t> usd_nano;
+  int64_t requests_capacity = 0;
+  int64_t tokens_capacity = 0;
+  int64_t usd_capacity_nano = 0;
 };
 
 struct AcquireOutcome {

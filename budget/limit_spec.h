@@ -59,6 +59,16 @@ struct LimitSpec {
   bool operator==(const LimitSpec&) const = default;
 };
 
+// What a limit holds at most: a rate limit's burst (its rate when it sets
+// none), else its `limit`. The x-ratelimit-limit-* of the HTTP front.
+inline int64_t Capacity(const LimitSpec& spec) {
+  const bool rate = spec.algorithm == Algorithm::kTokenBucket ||
+                    spec.algorithm == Algorithm::kWarmup ||
+                    spec.algorithm == Algorithm::kLeakyBucket;
+  if (!rate) return spec.limit;
+  return spec.burst > 0 ? spec.burst : spec.rate;
+}
+
 // A limit shared, read-only, by its policy and every limiter made from it:
 // one copy per policy limit rather than one per subject. A limiter keeps it
 // alive after its policy is replaced or deleted. Made from a LimitSpec (a

@@ -62,11 +62,7 @@ class DaemonFront : public FrontLink, public front::Brake {
     facts.resource = spec->resource == Resource::kRequests ? "requests"
                      : spec->resource == Resource::kTokens ? "tokens"
                                                            : "usd";
-    const bool rate = spec->algorithm == Algorithm::kTokenBucket ||
-                      spec->algorithm == Algorithm::kWarmup ||
-                      spec->algorithm == Algorithm::kLeakyBucket;
-    facts.capacity = !rate ? spec->limit
-                     : spec->burst > 0 ? spec->burst : spec->rate;
+    facts.capacity = Capacity(*spec);
     return facts;
   }
 

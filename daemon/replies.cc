@@ -35,6 +35,11 @@ void FillAcquireReply(const AcquireOutcome& outcome, int64_t waited_ms,
     if (r.tokens) remaining["tokens"] = *r.tokens;
     if (r.usd_nano) remaining["usd"] = NanoToUsd(*r.usd_nano);
     if (!remaining.empty()) (*reply)["remaining"] = std::move(remaining);
+    json capacity = json::object();
+    if (r.requests) capacity["requests"] = r.requests_capacity;
+    if (r.tokens) capacity["tokens"] = r.tokens_capacity;
+    if (r.usd_nano) capacity["usd"] = NanoToUsd(r.usd_capacity_nano);
+    if (!capacity.empty()) (*reply)["capacity"] = std::move(capacity);
   } else {
     FillDenial(outcome.denial, reply);
   }

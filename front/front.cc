@@ -167,6 +167,14 @@ void FrontCall::Acquired(const json& reply) {
     if (auto t = rem->find("tokens"); t != rem->end() && t->is_number_integer())
       brake_headers.emplace_back("x-ratelimit-remaining-tokens", std::to_string(t->get<int64_t>()));
   }
+  if (auto cap = reply.find("capacity"); cap != reply.end() && cap->is_object()) {
+    for (const char* res : {"requests", "tokens"}) {
+      auto c = cap->find(res);
+      if (c != cap->end() && c->is_number_integer())
+        brake_headers.emplace_back(std::string("x-ratelimit-limit-") + res,
+                                   std::to_string(c->get<int64_t>()));
+    }
+  }
   brake_headers.emplace_back("x-brake-lease", lease);
   GoUpstream();
 }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,7 @@ TEST_CASE("dispatcher: acquire, commit and cancel", "[dispatcher]") {
   CHECK_FALSE(granted["lease"].get<std::string>().empty());
   CHECK(granted["waited_ms"] == 0);
   CHECK(granted["remaining"] == json{{"requests", 1}});
+  CHECK(granted["capacity"] == json{{"requests", 2}});
   CHECK_FALSE(granted.contains("reason"));
   CHECK_FALSE(granted.contains("shadow"));
   const std::string lease = granted["lease"];
@@ -163,8 +165,9 @@ TEST_CASE("dispatcher: acquire, commit and cancel", "[dispatcher]") {
   }
 }
 
-TEST_CASE("dispatcher: status reply shape", "[dispatcher]") {
-  Harness h;
+// A daily usd cap per user, two requests a minute in all, gpt-4o priced:
+// returns an acquire of 1000 gpt-4o tokens for alice's t-42.
+json DailyUsdAndRpm(Harness& h) {
   h.Ok(Policy1("user:*", json::array({kDailyUsd})));
   h.Ok(Policy1("global", json::array({kRpm})));
   h.Ok(json{{"op", "prices.set"},
@@ -173,6 +176,28 @@ TEST_CASE("dispatcher: status reply shape", "[dispatcher]") {
             {"output_usd_per_mtok", 10}});
   json acq = Acq("alice", "t-42", 1000);
   acq["model"] = "gpt-4o";
+  return acq;
+}
+
+TEST_CASE("dispatcher: a grant names its tightest limits' capacity, on both reply paths",
+          "[dispatcher]") {
+  Harness h;
+  json acq = DailyUsdAndRpm(h);
+  acq["id"] = 7;  // the fast path
+  json fast = h.Ok(acq, kUser);
+  CHECK(fast["remaining"]["requests"] == 1);
+  CHECK(fast["capacity"] == json{{"requests", 2}, {"usd", 5.0}});
+  // An id over int64 has no fast path: nlohmann writes the reply.
+  acq["id"] = std::numeric_limits<uint64_t>::max();
+  json slow = h.Ok(acq, kUser);
+  CHECK(slow["capacity"] == fast["capacity"]);
+  CHECK(slow["remaining"]["requests"] == 0);
+  CHECK(slow["remaining"]["usd"] == Approx(4.98));
+}
+
+TEST_CASE("dispatcher: status reply shape", "[dispatcher]") {
+  Harness h;
+  json acq = DailyUsdAndRpm(h);
   json g = h.Ok(acq, kUser);
   CHECK(g["remaining"]["usd"] == Approx(4.99));
 

@@ -6,7 +6,9 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { fakeUsage, fixture } from './harness.js';
 
-const f = fixture();
+// alice has a request limit, so that answers name it (x-ratelimit-*).
+const f = fixture({ policies: { 'user:alice': { limits: [
+  { name: 'rpm', resource: 'requests', algorithm: 'fixed_window', limit: 1000, window_ms: 60000 }] } } });
 
 const openai = () => new OpenAI({ apiKey: 'bk-alice-1', baseURL: `${f.brake.base}/v1`, maxRetries: 0 });
 const anthropic = () => new Anthropic({ apiKey: 'bk-alice-1', baseURL: f.brake.base, maxRetries: 0 });
@@ -21,6 +23,11 @@ test('openai: a chat completion through brake, settled from its usage', async ()
   assert.equal(data.usage.prompt_tokens, u.input);
   assert.ok(Number(response.headers.get('x-brake-reserved-usd')) > 0);
   assert.ok(response.headers.get('x-brake-overhead-ms') !== null);
+  // The tightest request limit: its capacity and what it has left.
+  const limit = Number(response.headers.get('x-ratelimit-limit-requests'));
+  const left = Number(response.headers.get('x-ratelimit-remaining-requests'));
+  assert.equal(limit, 1000);
+  assert.ok(left >= 0 && left < limit, `${limit} ${left}`);
   // The provider got brake's output ceiling and its own key, not the agent's.
   const call = f.upstream.calls.at(-1);
   assert.equal(call.body.max_completion_tokens, 50);
