@@ -436,18 +436,17 @@ Status Engine::Grant(const AcquireRequest& req, std::string_view model,
       charge->limiter = limiter;
       if (spec[i].shadow) continue;
       Remaining& left = out->remaining;
-      const bool requests = spec[i].resource == Resource::kRequests;
-      const bool tokens = spec[i].resource == Resource::kTokens;
-      std::optional<int64_t>* slot = requests ? &left.requests
-                                     : tokens ? &left.tokens
-                                              : &left.usd_nano;
+      auto [slot, capacity] =
+          spec[i].resource == Resource::kRequests
+              ? std::pair(&left.requests, &left.requests_capacity)
+          : spec[i].resource == Resource::kTokens
+              ? std::pair(&left.tokens, &left.tokens_capacity)
+              : std::pair(&left.usd_nano, &left.usd_capacity_nano);
       int64_t remaining =
           RemainingOf(*limiter, spec[i], now_us, !make_limiter_);
       if (!*slot || remaining < **slot) {
         *slot = remaining;
-        (requests ? left.requests_capacity
-         : tokens ? left.tokens_capacity
-                  : left.usd_capacity_nano) = Capacity(spec[i]);
+        *capacity = Capacity(spec[i]);
       }
     }
   }

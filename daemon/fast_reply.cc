@@ -3,7 +3,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "common/decimal.h"
@@ -122,58 +121,48 @@ void WriteRetryAfter(int64_t retry_after_us, JsonOut& out) {
   }
 }
 
-// HEAD {"requests":N,"tokens":N,"usd":X}, with the members there are, then
-// a ','; nothing when there is none (replies.cc's "remaining" and
-// "capacity"). HEAD is the member's quoted name and colon.
-template <size_t N>
-void WriteAmounts(const char (&head)[N], std::optional<int64_t> requests,
-                  std::optional<int64_t> tokens, std::optional<double> usd,
-                  JsonOut& out) {
-  if (!requests && !tokens && !usd) return;
-  out.Lit(head);
-  out.Char('{');
+// "capacity":{...} or "remaining":{...}, with a member for each resource
+// some limit counts, then a ','; nothing when none does (replies.cc's).
+void WriteAmounts(const Remaining& r, bool capacity, JsonOut& out) {
+  if (!r.requests && !r.tokens && !r.usd_nano) return;
+  if (capacity) {
+    out.Lit("\"capacity\":{");
+  } else {
+    out.Lit("\"remaining\":{");
+  }
   bool first = true;
   auto sep = [&] {
     if (!first) out.Char(',');
     first = false;
   };
-  if (requests) {
+  if (r.requests) {
     sep();
     out.Lit("\"requests\":");
-    out.Int(*requests);
+    out.Int(capacity ? r.requests_capacity : *r.requests);
   }
-  if (tokens) {
+  if (r.tokens) {
     sep();
     out.Lit("\"tokens\":");
-    out.Int(*tokens);
+    out.Int(capacity ? r.tokens_capacity : *r.tokens);
   }
-  if (usd) {
+  if (r.usd_nano) {
     sep();
     out.Lit("\"usd\":");
-    out.Double(*usd);
+    out.Double(NanoToUsd(capacity ? r.usd_capacity_nano : *r.usd_nano));
   }
   out.Lit("},");
 }
 
 bool WriteGranted(const FastValue* id, const AcquireOutcome& o,
                   JsonOut& out) {
-  const Remaining& r = o.remaining;
-  auto when = [](bool there, auto v) {
-    return there ? std::optional(v) : std::nullopt;
-  };
   out.Char('{');
-  WriteAmounts("\"capacity\":", when(r.requests.has_value(), r.requests_capacity),
-               when(r.tokens.has_value(), r.tokens_capacity),
-               when(r.usd_nano.has_value(), NanoToUsd(r.usd_capacity_nano)),
-               out);
+  WriteAmounts(o.remaining, /*capacity=*/true, out);
   out.Lit("\"granted\":true,");
   if (!WriteId(id, out)) return false;
   out.Lit("\"lease\":");
   if (!out.Str(o.lease)) return false;
   out.Lit(",\"ok\":true,");
-  WriteAmounts("\"remaining\":", r.requests, r.tokens,
-               when(r.usd_nano.has_value(), NanoToUsd(r.usd_nano.value_or(0))),
-               out);
+  WriteAmounts(o.remaining, /*capacity=*/false, out);
   return true;
 }
 
@@ -228,8 +217,8 @@ bool AppendAcquireLine(const FastValue* id, const AcquireOutcome& o,
   // The members' names and punctuation take under 256 bytes; then the
   // id, the strings and three numbers at most.
   size_t most = 256 + IdRoom(id) + 3 * kDoubleRoom;
-  if (o.granted) most += 64 + 4 * kIntRoom + 2 * kDoubleRoom;  // the amounts
   if (o.granted) {
+    most += 64 + 4 * kIntRoom + 2 * kDoubleRoom;  // remaining and capacity
     most += StringRoom(o.lease);
   } else {
     const Denial& d = o.denial;

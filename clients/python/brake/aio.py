@@ -39,14 +39,6 @@ class _Lost(Exception):
     """The connection broke while a request was on it."""
 
 
-class _Pending:
-    __slots__ = ("op", "future")
-
-    def __init__(self, op: str, future: "asyncio.Future[Dict[str, Any]]"):
-        self.op = op
-        self.future = future
-
-
 class _Connection:
     """One socket, its pending requests by id, and the task reading it."""
 
@@ -55,7 +47,7 @@ class _Connection:
                  on_abandoned_grant: Callable[[str], None]) -> None:
         self.reader = reader
         self.writer = writer
-        self.pending: Dict[int, _Pending] = {}
+        self.pending: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
         # Acquires whose caller gave up (timeout, cancelled): a grant that
         # comes for one after is cancelled at once, not left to its TTL.
         self.abandoned: Set[int] = set()
@@ -94,20 +86,24 @@ class _Connection:
                 # An error about the connection itself (too_many_connections,
                 # line_too_long): it answers every request on it.
                 for waiting in self.pending.values():
-                    if not waiting.future.done():
-                        waiting.future.set_result(reply)
+                    if not waiting.done():
+                        waiting.set_result(reply)
                 self.pending.clear()
             return
-        p = self.pending.pop(rid, None)
-        if p is not None:
-            if not p.future.done():
-                p.future.set_result(reply)
+        future = self.pending.pop(rid, None)
+        if future is not None:
+            if not future.done():
+                future.set_result(reply)
             return
         if rid in self.abandoned:
             self.abandoned.discard(rid)
-            lease = reply.get("lease")
-            if reply.get("granted") is True and isinstance(lease, str):
-                self.on_abandoned_grant(lease)
+            self.cancel_if_granted(reply)
+
+    def cancel_if_granted(self, reply: Dict[str, Any]) -> None:
+        """A reply nobody awaits: a lease it grants is cancelled."""
+        lease = reply.get("lease")
+        if reply.get("granted") is True and isinstance(lease, str):
+            self.on_abandoned_grant(lease)
 
     async def send(self, data: bytes) -> None:
         """Writes one request; waits only while the daemon is not reading
@@ -121,9 +117,9 @@ class _Connection:
 
     def _fail_all(self, why: BaseException) -> None:
         self.closed = True
-        for p in self.pending.values():
-            if not p.future.done():
-                p.future.set_exception(_Lost(str(why)))
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(_Lost(str(why)))
         self.pending.clear()
         self.writer.close()
 
@@ -239,7 +235,7 @@ class AsyncClient:
                               ensure_ascii=False).encode("utf-8") + b"\n"
             future: "asyncio.Future[Dict[str, Any]]" = (
                 asyncio.get_running_loop().create_future())
-            conn.pending[rid] = _Pending(op, future)
+            conn.pending[rid] = future
             try:
                 await conn.send(data)
                 await asyncio.wait_for(asyncio.shield(future),
@@ -258,31 +254,29 @@ class AsyncClient:
                 raise Unreachable("connection to braked lost (%s)" % lost,
                                   sent=True) from None
             except asyncio.TimeoutError:
-                self._abandon(conn, rid, op)
+                self._abandon(conn, rid, op, future)
                 raise Unreachable(
                     "no answer from braked within %.1f s to %s"
                     % (self.timeout + extra_timeout, op), sent=True) from None
             except BaseException:  # cancelled: the reply is not awaited
-                self._abandon(conn, rid, op)
+                self._abandon(conn, rid, op, future)
                 raise
             return future.result()
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
-    def _abandon(conn: _Connection, rid: int, op: str) -> None:
-        p = conn.pending.pop(rid, None)
-        if p is None:
-            return
-        if p.future.done() and not p.future.cancelled():
-            if p.future.exception() is None and op == "acquire":
-                reply = p.future.result()  # came just as we gave up
-                lease = reply.get("lease")
-                if reply.get("granted") is True and isinstance(lease, str):
-                    conn.on_abandoned_grant(lease)
-            return
-        p.future.cancel()
-        if op == "acquire":
-            conn.abandoned.add(rid)
+    def _abandon(conn: _Connection, rid: int, op: str,
+                 future: "asyncio.Future[Dict[str, Any]]") -> None:
+        """The caller stopped awaiting request `rid`: an acquire granted
+        after (or just as) it gave up is cancelled on the daemon."""
+        conn.pending.pop(rid, None)
+        if not future.done():
+            future.cancel()
+            if op == "acquire":
+                conn.abandoned.add(rid)
+        elif (op == "acquire" and not future.cancelled()
+              and future.exception() is None):
+            conn.cancel_if_granted(future.result())  # came as we gave up
 
     # ---- the hot path ----------------------------------------------------
 

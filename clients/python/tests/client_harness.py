@@ -178,10 +178,3 @@ def tear_down_module() -> None:
 def name(prefix: str) -> str:
     return "%s-%d" % (prefix, next(_names))
 
-
-class Names:
-    """Fresh names for the pytest tests (the `name` fixture)."""
-
-    @staticmethod
-    def of(prefix: str) -> str:
-        return name(prefix)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import types
 from typing import Iterator
 
 import pytest
@@ -29,5 +30,6 @@ def daemon() -> Iterator[harness.Daemon]:
 
 
 @pytest.fixture
-def name() -> "type[harness.Names]":
-    return harness.Names
+def name() -> types.SimpleNamespace:
+    """`name.of("u")`: a name no other test uses."""
+    return types.SimpleNamespace(of=harness.name)
