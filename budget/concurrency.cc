@@ -25,7 +25,8 @@ void Concurrency::Charge(int64_t /*amount*/, int64_t /*now_us*/) {
 void Concurrency::Settle(int64_t /*delta*/, int64_t /*charged_at_us*/,
                          int64_t /*now_us*/) {}
 
-void Concurrency::Release(int64_t /*amount*/, int64_t /*now_us*/) {
+void Concurrency::Release(int64_t /*amount*/, int64_t /*charged_at_us*/,
+                          int64_t /*now_us*/) {
   // A release without a matching charge (say, after a restart that lost
   // the count) must not open extra capacity.
   if (open_ > 0) --open_;

@@ -5,7 +5,7 @@
 // a lease ends, which the limiter cannot foresee, so a denial's retry time is
 // kNever and the daemon re-checks on release. The open count is not persisted:
 // after a restart the daemon rebuilds it from its open leases (SetOpen or one
-// Charge per lease). Loop thread only.
+// Hold per lease). Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,11 @@ class Concurrency final : public Limiter {
   void Charge(int64_t amount, int64_t now_us) override;
   // No-op: the lease count does not depend on amounts.
   void Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) override;
-  void Release(int64_t amount, int64_t now_us) override;
+  void Release(int64_t amount, int64_t charged_at_us, int64_t now_us) override;
+  // As Charge: one lease more is open.
+  void Hold(int64_t amount, int64_t /*charged_at_us*/, int64_t now_us) override {
+    Charge(amount, now_us);
+  }
   // used = open leases; resets_in_us is 0 with none open, else kNever.
   LimitUsage Usage(int64_t now_us) override;
   void Reset(int64_t now_us) override;

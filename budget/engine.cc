@@ -13,6 +13,7 @@ constexpr size_t kMaxTaskDepth = SubjectTable::kMaxTaskDepth;
 
 Reason ReasonFor(const LimitSpec& spec, Verdict v) {
   if (v == Verdict::kTooLarge) return Reason::kTooLarge;
+  if (v == Verdict::kHeld) return Reason::kReserved;
   switch (spec.algorithm) {
     case Algorithm::kQuota:
       return spec.resource == Resource::kUsd ? Reason::kCostCap
@@ -56,6 +57,20 @@ int64_t RemainingOf(Limiter& l, const LimitSpec& spec, int64_t now_us,
   return l.Remaining(now_us);
 }
 
+// The member of `left` for a limit of `resource`, and its capacity's.
+std::pair<std::optional<int64_t>*, int64_t*> SlotOf(Resource resource,
+                                                   Remaining* left) {
+  switch (resource) {
+    case Resource::kRequests:
+      return {&left->requests, &left->requests_capacity};
+    case Resource::kTokens:
+      return {&left->tokens, &left->tokens_capacity};
+    case Resource::kUsd:
+      break;
+  }
+  return {&left->usd_nano, &left->usd_capacity_nano};
+}
+
 }  // namespace
 
 std::string_view ReasonName(Reason r) {
@@ -68,6 +83,7 @@ std::string_view ReasonName(Reason r) {
     case Reason::kQueueFull: return "queue_full";
     case Reason::kTimeout: return "timeout";
     case Reason::kTooLarge: return "too_large";
+    case Reason::kReserved: return "reserved";
   }
   return "rate_limited";
 }
@@ -335,13 +351,16 @@ Status Engine::PriceUnnamed(const AcquireRequest& req, int64_t now_us,
 // `limit_count`. False when one refuses, with the binding denial in
 // out->denial: a request is
 // granted only when every limit admits, so it is the one that frees last;
-// "never" binds hardest. Shadow limits that refuse are only listed.
+// "never" binds hardest. A held cap's hint is capped by the earliest lease
+// expiry (its own leases expire no sooner). Shadow limits that refuse are
+// only listed.
 BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
                                     const Totals& want, int64_t now_us,
                                     AcquireOutcome* out,
                                     size_t* limit_count) {
   const Resident* worst = nullptr;
   const LimitSpec* worst_spec = nullptr;
+  Limiter* worst_limiter = nullptr;
   Decision worst_decision;
   *limit_count = 0;
   auto rank = [](const Decision& d) {
@@ -349,6 +368,7 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
                ? INT64_MAX
                : d.retry_after_us;
   };
+
   for (const Resident& r : subjects) {
     Subject& subject = *r.subject;
     if (subject.limits_gen != limits_gen_) Resolve(*r.scope, subject, now_us);
@@ -370,6 +390,7 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
           rank(d) > rank(worst_decision)) {
         worst = &r;
         worst_spec = &spec[i];
+        worst_limiter = limiter[i].get();
         worst_decision = d;
       }
       if (d.verdict == Verdict::kTooLarge) break;  // nothing binds harder
@@ -383,6 +404,23 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
   denial.scope = *worst->scope;
   denial.limit = worst_spec->name;
   denial.retry_after_us = too_large ? kNever : worst_decision.retry_after_us;
+  denial.resource = worst_spec->resource;
+  denial.held = -1;
+  if (worst_spec->algorithm == Algorithm::kQuota && !too_large) {
+    // A cap says what it holds and what is left (neither spent nor held),
+    // so a caller can tell how far off it is.
+    denial.held = worst_decision.held;
+    auto [slot, capacity] = SlotOf(worst_spec->resource, &out->remaining);
+    *slot = RemainingOf(*worst_limiter, *worst_spec, now_us, !make_limiter_);
+    *capacity = Capacity(*worst_spec);
+  }
+  if (worst_decision.verdict == Verdict::kHeld) {
+    const int64_t expiry = leases_.NextExpiryUs();
+    if (expiry != kNever) {
+      denial.retry_after_us = std::min(denial.retry_after_us,
+                                       std::max<int64_t>(0, expiry - now_us));
+    }
+  }
   return false;
 }
 
@@ -435,13 +473,7 @@ Status Engine::Grant(const AcquireRequest& req, std::string_view model,
       charge->amount = amount;
       charge->limiter = limiter;
       if (spec[i].shadow) continue;
-      Remaining& left = out->remaining;
-      auto [slot, capacity] =
-          spec[i].resource == Resource::kRequests
-              ? std::pair(&left.requests, &left.requests_capacity)
-          : spec[i].resource == Resource::kTokens
-              ? std::pair(&left.tokens, &left.tokens_capacity)
-              : std::pair(&left.usd_nano, &left.usd_capacity_nano);
+      auto [slot, capacity] = SlotOf(spec[i].resource, &out->remaining);
       int64_t remaining =
           RemainingOf(*limiter, spec[i], now_us, !make_limiter_);
       if (!*slot || remaining < **slot) {

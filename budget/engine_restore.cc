@@ -67,8 +67,9 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
     AddTotals(r.subject->reserved, reserved, 1);
     lease.scopes[i] = r.scope;
   }
-  // Concurrency counts are derived from open leases, not persisted: a
-  // concurrency limiter without a stored row is made from its policy.
+  // What open leases hold is not persisted (concurrency counts, a quota's
+  // held part): each charge is held again. A concurrency limiter without a
+  // stored row is made from its policy.
   for (const LeaseCharge& c : lease.charges) {
     const std::string& scope = lease.ScopeOf(c);
     Limiter* l = FindLimiter(scope, c.limit);
@@ -81,9 +82,7 @@ void Engine::RestoreLease(Lease lease, int64_t now_us) {
                      /*create=*/true);
       }
     }
-    if (l != nullptr && l->spec().algorithm == Algorithm::kConcurrency) {
-      l->Charge(c.amount, now_us);
-    }
+    if (l != nullptr) l->Hold(c.amount, lease.granted_at_us, now_us);
   }
   // Lease ids of another run carry its prefix, so they never collide.
   leases_.Restore(std::move(lease));

@@ -65,7 +65,7 @@ void Engine::SettleLease(Lease& lease, const Totals& actual, int64_t now_us) {
       int64_t delta = AmountFor(c.resource, actual) - c.amount;
       if (delta != 0) l->Settle(delta, lease.granted_at_us, now_us);
     }
-    l->Release(c.amount, now_us);
+    l->Release(c.amount, lease.granted_at_us, now_us);
   }
   const bool spent = actual.requests || actual.tokens || actual.usd_nano;
   for (uint32_t i = 0; i < lease.reserved; ++i) {

@@ -2,6 +2,7 @@
 // a commit, totals and status reports.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -24,7 +25,11 @@ enum class Reason {
   kQueueFull,
   kTimeout,
   kTooLarge,
+  kReserved,  // a cap held by open leases, not spent (Verdict::kHeld)
 };
+// How many Reasons there are (kReserved is the last).
+inline constexpr size_t kReasonCount =
+    static_cast<size_t>(Reason::kReserved) + 1;
 std::string_view ReasonName(Reason r);
 
 struct Policy {
@@ -64,6 +69,10 @@ struct Denial {
   std::string_view limit;  // limit name
   int64_t retry_after_us = kNever;
   std::string_view cause;  // breaker_open: loop, slow_calls, errors, ...
+  // For a quota or cost cap: the units open leases hold on it, in its
+  // resource (usd in nano-usd); -1 for other limits.
+  int64_t held = -1;
+  Resource resource = Resource::kRequests;  // the refusing limit's
 };
 
 // A Denial that owns its strings.
@@ -74,15 +83,21 @@ struct HeldDenial {
         scope(d.scope),
         limit(d.limit),
         retry_after_us(d.retry_after_us),
-        cause(d.cause) {}
+        cause(d.cause),
+        held(d.held),
+        resource(d.resource) {}
   // A view of this one, valid while it is neither changed nor gone.
-  Denial view() const { return {reason, scope, limit, retry_after_us, cause}; }
+  Denial view() const {
+    return {reason, scope, limit, retry_after_us, cause, held, resource};
+  }
 
   Reason reason = Reason::kRateLimited;
   std::string scope;
   std::string limit;
   int64_t retry_after_us = kNever;
   std::string cause;
+  int64_t held = -1;
+  Resource resource = Resource::kRequests;
 };
 
 // What is left under the tightest limit of each resource (absent when no
@@ -101,6 +116,8 @@ struct AcquireOutcome {
   std::string lease;  // when granted
   int64_t usd_nano = 0;  // what the grant reserved (0 for a dry run)
   Denial denial;      // when not
+  // Granted: under the tightest limits; refused by a quota or cost cap:
+  // under that one (neither spent nor held).
   Remaining remaining;
   std::vector<std::string> shadow;  // "scope/limit" of shadow limits that denied
 };

@@ -7,9 +7,11 @@
 // persisted and compared across restarts). Loop thread only.
 //
 // The engine asks Check() of every applicable limiter, and only when all admit
-// calls Charge() on each, so a denial charges nothing anywhere. A lease that
-// settles for more or less than it reserved calls Settle(); a lease that ends
-// (commit, cancel, expiry) calls Release() (only concurrency cares).
+// calls Charge() on each, so a denial charges nothing anywhere. Every Charge
+// is a lease's reservation. A lease that settles for more or less than it
+// reserved calls Settle(); a lease that ends (commit, cancel, expiry) calls
+// Release(); a lease restored at startup calls Hold() (concurrency counts
+// open leases, a quota what they hold apart from what is spent).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,10 @@ enum class Verdict {
   kAdmit,
   kDeny,      // not now; retry_after_us says when (or kNever)
   kTooLarge,  // can never be granted: larger than the limit's capacity
+  // Not now, only because open leases hold room: it would fit were they
+  // settled for nothing. retry_after_us is a hint (when one is expected to
+  // settle), held what they hold.
+  kHeld,
 };
 
 struct Decision {
@@ -34,13 +40,15 @@ struct Decision {
   // For kDeny: the earliest delay after which the same Check would admit if
   // nothing else happened; kNever if it never would. 0 for kAdmit.
   int64_t retry_after_us = 0;
+  int64_t held = 0;  // for a quota's kDeny and kHeld: what open leases hold
 };
 
 // What status reports for a limit, in resource units.
 struct LimitUsage {
   int64_t limit = 0;
-  int64_t used = 0;
-  int64_t remaining = 0;     // may be negative after an over-charge
+  int64_t used = 0;          // settled (for a quota: spent, not held)
+  int64_t held = 0;          // reserved by open leases (quotas only)
+  int64_t remaining = 0;     // limit - used - held; may be negative
   int64_t resets_in_us = kNever;  // until fully available again; kNever: never
 };
 
@@ -63,8 +71,15 @@ class Limiter : public LinePooled {
   // refunds (only what still counts: a refund to an expired window or period
   // is dropped).
   virtual void Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) = 0;
-  // A lease that was charged `amount` has ended. Only concurrency acts on it.
-  virtual void Release(int64_t /*amount*/, int64_t /*now_us*/) {}
+  // A lease that was charged `amount` at `charged_at_us` has ended (after
+  // its Settle, if any). Concurrency and quotas act on it.
+  virtual void Release(int64_t /*amount*/, int64_t /*charged_at_us*/,
+                       int64_t /*now_us*/) {}
+  // A lease restored at startup, charged `amount` at `charged_at_us`, is
+  // open again: counted as Charge counted it, without charging again
+  // (its charge is in the stored state).
+  virtual void Hold(int64_t /*amount*/, int64_t /*charged_at_us*/,
+                    int64_t /*now_us*/) {}
   virtual LimitUsage Usage(int64_t now_us) = 0;
   // Usage(now_us).remaining, which a grant reports; cheaper where it can be.
   virtual int64_t Remaining(int64_t now_us) { return Usage(now_us).remaining; }

@@ -164,8 +164,14 @@ void SharedLimiter::Settle(int64_t delta, int64_t charged_at_us,
   }
 }
 
-void SharedLimiter::Release(int64_t amount, int64_t now_us) {
-  local_->Release(amount, now_us);
+void SharedLimiter::Release(int64_t amount, int64_t charged_at_us,
+                            int64_t now_us) {
+  local_->Release(amount, charged_at_us, now_us);
+}
+
+void SharedLimiter::Hold(int64_t amount, int64_t charged_at_us,
+                         int64_t now_us) {
+  local_->Hold(amount, charged_at_us, now_us);
 }
 
 LimitUsage SharedLimiter::Usage(int64_t now_us) {
@@ -175,7 +181,7 @@ LimitUsage SharedLimiter::Usage(int64_t now_us) {
       sat::SatAdd(share_->remaining_seen(), share_->available());
   if (cluster < u.remaining) {
     u.remaining = cluster;
-    u.used = u.limit - cluster;
+    u.used = std::max<int64_t>(0, u.limit - cluster - u.held);
   }
   return u;
 }

@@ -50,7 +50,8 @@ class SharedLimiter final : public Limiter {
   Decision Check(int64_t amount, int64_t now_us) override;
   void Charge(int64_t amount, int64_t now_us) override;
   void Settle(int64_t delta, int64_t charged_at_us, int64_t now_us) override;
-  void Release(int64_t amount, int64_t now_us) override;
+  void Release(int64_t amount, int64_t charged_at_us, int64_t now_us) override;
+  void Hold(int64_t amount, int64_t charged_at_us, int64_t now_us) override;
   // The cluster's view: remaining is what Redis last said is left plus
   // what this daemon holds unused (never more than the local view).
   LimitUsage Usage(int64_t now_us) override;

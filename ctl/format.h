@@ -14,10 +14,12 @@
 #include <string>
 #include <string_view>
 
+#include "common/human_text.h"
+
 namespace brake::ctl {
 
-// "1.5", "0.0123", "3", "0.000001"; rounds to 6 decimals; never "-0".
-std::string FormatDecimal(double value);
+using brake::FormatDecimal;  // common/human_text.h
+using brake::FormatDurationMs;
 
 // A JSON scalar for a table cell: strings as is, integers in full, floats
 // via FormatDecimal, booleans as true/false, null as "-"; arrays and
@@ -31,10 +33,6 @@ std::string FormatField(const nlohmann::json& object, std::string_view key);
 // "k=v k=v" for an object (values by FormatValue), items of an array joined
 // by ", ", other values by FormatValue.
 std::string FormatInline(const nlohmann::json& value);
-
-// A duration: "0ms", "340ms", "1.2s", "59.999s", "1m", "11h23m20s",
-// "2d3h". Negative values print as "-" followed by the magnitude.
-std::string FormatDurationMs(int64_t ms);
 
 // A JSON duration in ms: a number via FormatDurationMs, otherwise "-".
 std::string FormatDurationField(const nlohmann::json& object,

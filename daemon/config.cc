@@ -385,7 +385,7 @@ std::string ConfigHelp() {
       "http      (object {listen, upstreams, keys, default_max_tokens, ...}, "
       "restart to change)\n"
       "    serve the OpenAI-compatible front on listen HOST:PORT: agents point "
-      "their SDK's base URL at it; keys and default_max_tokens are reloaded "
+      "their SDK's base URL at it; keys, default_max_tokens and wait_ms are reloaded "
       "on SIGHUP; see docs/FRONT.md\n";
   return out;
 }

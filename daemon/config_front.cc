@@ -119,7 +119,7 @@ Status ReadFront(const json& file, Config* c) {
   const json& http = *it;
   if (Status s = OnlyKnown(
           http, "http",
-          "listen|upstreams|keys|default_max_tokens|max_header_bytes|"
+          "listen|upstreams|keys|default_max_tokens|wait_ms|max_header_bytes|"
           "max_body_bytes|header_timeout_ms|idle_timeout_ms|"
           "upstream_connect_timeout_ms|upstream_timeout_ms|max_connections");
       !s.ok()) {
@@ -136,6 +136,7 @@ Status ReadFront(const json& file, Config* c) {
   };
   const IntField ints[] = {
       {"default_max_tokens", 1, 10'000'000, &f.default_max_tokens},
+      {"wait_ms", 0, front::kMaxWaitMs, &f.wait_ms},
       {"max_header_bytes", 1024, 1 << 20, &f.max_header_bytes},
       {"max_body_bytes", 1024, 1 << 30, &f.max_body_bytes},
       {"header_timeout_ms", 100, 3'600'000, &f.header_timeout_ms},

@@ -128,6 +128,9 @@ Status Daemon::Serve(std::unique_ptr<Store> store) {
       &loop_, dispatcher_->decider(), [this] { return clock_.NowUs(); },
       [this](uint64_t conn, std::string line) {
         server_->Deliver(conn, std::move(line));
+        // Answered from a timer: this turn's check (Seal, writes) must not
+        // wait for the next event to end the poll.
+        Kick();
       },
       config_.max_waiters_per_scope);
   waiters_->set_on_answer([this](const AcquireAnswer& answer) {
@@ -261,6 +264,7 @@ void Daemon::ApplyConfig(const Config& config, const Config* previous) {
 // may have appeared) and, in strict mode, seal the turn's changes into one
 // batch.
 void Daemon::OnLoopTurn() {
+  uv_idle_stop(&kick_);
   if (cluster_ && cluster_->urgent()) cluster_->Tick(clock_.NowUs(), false);
   if (engine_->settlements() != settlements_seen_) {
     settlements_seen_ = engine_->settlements();
@@ -274,10 +278,15 @@ void Daemon::OnLoopTurn() {
   server_->ResumeReading();
   // Lines the front sent while its replies were delivered: their replies
   // need another turn, which must not wait for the next event.
-  if (server_->channel_work_pending()) uv_idle_start(&kick_, [](uv_idle_t* h) {
-    uv_idle_stop(h);
-  });
+  if (server_->channel_work_pending()) Kick();
   dispatcher_->FlushCounts();  // after the writes
+}
+
+void Daemon::Kick() {
+  // Stopped by the check (OnLoopTurn): an idle callback that stopped
+  // itself would run before the poll and leave it blocking.
+  if (uv_is_closing(reinterpret_cast<uv_handle_t*>(&kick_))) return;
+  uv_idle_start(&kick_, [](uv_idle_t*) {});
 }
 
 bool Daemon::Dirty() const {
@@ -394,6 +403,7 @@ void Daemon::Reload() {
     front::FrontConfig running = *config_.http;  // listen, upstreams, ...
     running.keys = next.http->keys;
     running.default_max_tokens = next.http->default_max_tokens;
+    running.wait_ms = next.http->wait_ms;
     next.http = running;
   } else {
     next.http = config_.http;

@@ -95,6 +95,9 @@ class Daemon : public Server::Gate, public DeferredOps {
   // Changes not yet sealed into a batch (limits, leases, breakers).
   bool Dirty() const;
   void OnLoopTurn();
+  // Makes the loop's next poll return at once (an active idle handle), so
+  // the check after it runs without waiting for an event.
+  void Kick();
   void OnStorageDone(const StorageWorker::Done& done);
   void BeginShutdown(const char* why);
   void FinishShutdown();

@@ -169,18 +169,30 @@ bool WriteGranted(const FastValue* id, const AcquireOutcome& o,
 bool WriteDenied(const FastValue* id, const AcquireOutcome& o, JsonOut& out) {
   const Denial& d = o.denial;
   out.Char('{');
+  WriteAmounts(o.remaining, /*capacity=*/true, out);
   if (!d.cause.empty()) {
     out.Lit("\"cause\":");
     if (!out.Str(d.cause)) return false;
     out.Char(',');
   }
   out.Lit("\"granted\":false,");
+  if (d.held >= 0) {
+    out.Lit("\"held\":");
+    if (d.resource == Resource::kUsd) {
+      out.Double(NanoToUsd(d.held));
+    } else {
+      out.Int(d.held);
+    }
+    out.Char(',');
+  }
   if (!WriteId(id, out)) return false;
   out.Lit("\"limit\":");
   if (!out.Str(d.limit)) return false;
   out.Lit(",\"ok\":true,\"reason\":");
   if (!out.Str(ReasonName(d.reason))) return false;
-  out.Lit(",\"retry_after_ms\":");
+  out.Char(',');
+  WriteAmounts(o.remaining, /*capacity=*/false, out);
+  out.Lit("\"retry_after_ms\":");
   WriteRetryAfter(d.retry_after_us, out);
   out.Lit(",\"scope\":");
   if (!out.Str(d.scope)) return false;
@@ -222,8 +234,10 @@ bool AppendAcquireLine(const FastValue* id, const AcquireOutcome& o,
     most += StringRoom(o.lease);
   } else {
     const Denial& d = o.denial;
+    most += 64 + 2 * kDoubleRoom;  // remaining and capacity: one member each
     most += StringRoom(d.cause) + StringRoom(d.limit) +
-            StringRoom(ReasonName(d.reason)) + StringRoom(d.scope);
+            StringRoom(ReasonName(d.reason)) + StringRoom(d.scope) +
+            kDoubleRoom;  // held
   }
   for (const std::string& s : o.shadow) most += StringRoom(s) + 1;
   JsonOut w(out, most);

@@ -21,6 +21,11 @@ void FillDenial(const Denial& denial, json* reply) {
   (*reply)["limit"] = denial.limit;
   (*reply)["retry_after_ms"] = RetryAfterMs(denial.retry_after_us);
   if (!denial.cause.empty()) (*reply)["cause"] = denial.cause;
+  if (denial.held >= 0) {
+    (*reply)["held"] = denial.resource == Resource::kUsd
+                           ? json(NanoToUsd(denial.held))
+                           : json(denial.held);
+  }
 }
 
 void FillAcquireReply(const AcquireOutcome& outcome, int64_t waited_ms,
@@ -29,20 +34,21 @@ void FillAcquireReply(const AcquireOutcome& outcome, int64_t waited_ms,
     (*reply)["granted"] = true;
     (*reply)["lease"] = outcome.lease;
     (*reply)["waited_ms"] = waited_ms;
-    json remaining = json::object();
-    const Remaining& r = outcome.remaining;
-    if (r.requests) remaining["requests"] = *r.requests;
-    if (r.tokens) remaining["tokens"] = *r.tokens;
-    if (r.usd_nano) remaining["usd"] = NanoToUsd(*r.usd_nano);
-    if (!remaining.empty()) (*reply)["remaining"] = std::move(remaining);
-    json capacity = json::object();
-    if (r.requests) capacity["requests"] = r.requests_capacity;
-    if (r.tokens) capacity["tokens"] = r.tokens_capacity;
-    if (r.usd_nano) capacity["usd"] = NanoToUsd(r.usd_capacity_nano);
-    if (!capacity.empty()) (*reply)["capacity"] = std::move(capacity);
   } else {
     FillDenial(outcome.denial, reply);
   }
+  // A grant's tightest limits, a refusal's refusing one.
+  const Remaining& r = outcome.remaining;
+  json remaining = json::object();
+  if (r.requests) remaining["requests"] = *r.requests;
+  if (r.tokens) remaining["tokens"] = *r.tokens;
+  if (r.usd_nano) remaining["usd"] = NanoToUsd(*r.usd_nano);
+  if (!remaining.empty()) (*reply)["remaining"] = std::move(remaining);
+  json capacity = json::object();
+  if (r.requests) capacity["requests"] = r.requests_capacity;
+  if (r.tokens) capacity["tokens"] = r.tokens_capacity;
+  if (r.usd_nano) capacity["usd"] = NanoToUsd(r.usd_capacity_nano);
+  if (!capacity.empty()) (*reply)["capacity"] = std::move(capacity);
   if (!outcome.shadow.empty()) (*reply)["shadow"] = outcome.shadow;
 }
 

@@ -211,6 +211,7 @@ Status OpHandlers::StatusOp(OpContext& ctx) {
                   {"algorithm", AlgorithmName(l.spec.algorithm)},
                   {"limit", Amount(l.spec.resource, l.usage.limit)},
                   {"used", Amount(l.spec.resource, l.usage.used)},
+                  {"held", Amount(l.spec.resource, l.usage.held)},
                   {"remaining", Amount(l.spec.resource, l.usage.remaining)},
                   {"resets_in_ms", OptionalMs(l.usage.resets_in_us)}};
     if (l.spec.shadow) entry["shadow"] = true;

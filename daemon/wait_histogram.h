@@ -16,10 +16,6 @@
 
 namespace brake {
 
-// The values of Reason (kTooLarge is the last).
-inline constexpr size_t kReasonCount =
-    static_cast<size_t>(Reason::kTooLarge) + 1;
-
 class WaitHistogram {
  public:
   // Upper bounds of the finite buckets in microseconds; a last bucket

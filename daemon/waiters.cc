@@ -76,8 +76,7 @@ void Waiters::Acquire(ParkRequest park) {
   if (std::optional<Reason> refuse = Admission(mine, park.wait_ms)) {
     Denial d = mine.last.view();
     d.reason = *refuse;
-    d.retry_after_us =
-        mine.retry_at_us == kNever ? kNever : mine.retry_at_us - now;
+    d.retry_after_us = RetryAfter(mine, now);
     json reply = json::object();
     FillDenial(d, &reply);
     Count(mine.request, false, d.reason, 0, now - mine.enqueued_us);
@@ -115,8 +114,22 @@ std::optional<Reason> Waiters::Admission(const Waiter& w, int64_t wait_ms) {
     CountLimitHit();
     return Reason::kQueueFull;
   }
-  if (retry != kNever && retry > wait_ms * 1000) return Reason::kTimeout;
+  if (retry != kNever && retry > wait_ms * 1000) return Beyond(d);
   return std::nullopt;
+}
+
+Reason Waiters::Beyond(const HeldDenial& d) {
+  // A spent cap is answered as such: waiting is not what it needs.
+  return d.reason == Reason::kQuotaExhausted || d.reason == Reason::kCostCap
+             ? d.reason
+             : Reason::kTimeout;
+}
+
+int64_t Waiters::RetryAfter(const Waiter& w, int64_t now_us) {
+  if (w.retry_at_us != kNever) return std::max<int64_t>(0, w.retry_at_us - now_us);
+  // Held room: the last refusal's hint.
+  if (w.last.reason == Reason::kReserved) return w.last.retry_after_us;
+  return kNever;
 }
 
 void Waiters::Bind(Waiter& w, const Denial& why, int64_t now_us) {
@@ -129,8 +142,11 @@ void Waiters::Bind(Waiter& w, const Denial& why, int64_t now_us) {
                       : d.scope;
     ++bound_count_[w.bound_key];
   }
-  w.retry_at_us =
-      d.retry_after_us == kNever ? kNever : now_us + d.retry_after_us;
+  // Room held by leases comes back when one settles, which wakes every
+  // waiter (Poke); the hint is no time to wait for.
+  w.retry_at_us = d.retry_after_us == kNever || d.reason == Reason::kReserved
+                      ? kNever
+                      : now_us + d.retry_after_us;
 }
 
 void Waiters::Unbind(const Waiter& w) {
@@ -219,13 +235,12 @@ void Waiters::Wake() {
   for (uint64_t id : expired) {
     Waiter& w = waiters_.at(id);
     Denial d = w.last.view();
-    d.reason = Reason::kTimeout;
-    d.retry_after_us =
-        w.retry_at_us == kNever ? kNever : std::max<int64_t>(0, w.retry_at_us - now);
+    d.reason = now >= w.deadline_us ? Reason::kTimeout : Beyond(w.last);
+    d.retry_after_us = RetryAfter(w, now);
     json reply = json::object();
     FillDenial(d, &reply);
     reply["waited_ms"] = (now - w.enqueued_us) / 1000;
-    Count(w.request, false, Reason::kTimeout, 0, now - w.enqueued_us);
+    Count(w.request, false, d.reason, 0, now - w.enqueued_us);
     queue_.Remove(id);
     Answer(id, OkLine(w.id, std::move(reply)));
   }

@@ -12,7 +12,9 @@
 // Bounds: at most `max_per_scope` waiters are bound by one scope, and a
 // leaky bucket holds at most its `queue`; beyond that `queue_full` at once.
 // A waiter whose earliest possible grant lies beyond its wait_ms is answered
-// `timeout` at once, never parked. Loop thread only.
+// `timeout` at once, never parked (a spent cap: its own reason). A cap held
+// by open leases (`reserved`) is waited for: each settlement wakes the
+// queue, and the waiter is granted as soon as it fits. Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +99,11 @@ class Waiters {
   void Bind(Waiter& w, const Denial& d, int64_t now_us);
   // Refuses a new waiter now with `reason`; nullopt when it may park.
   std::optional<Reason> Admission(const Waiter& w, int64_t wait_ms);
+  // The answer to a waiter whose grant lies beyond its deadline: a spent
+  // cap's own reason, else timeout.
+  static Reason Beyond(const HeldDenial& d);
+  // The retry_after of a refusal answered at `now_us` (a held cap's hint).
+  static int64_t RetryAfter(const Waiter& w, int64_t now_us);
   // Reports an answer to on_answer_ (`usd_nano`: what a grant reserved).
   void Count(const AcquireRequest& request, bool granted, Reason reason,
              int64_t usd_nano, int64_t waited_us);

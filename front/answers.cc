@@ -1,6 +1,11 @@
 #include "front/answers.h"
 
+#include <algorithm>
+#include <string>
+
 #include <nlohmann/json.hpp>
+
+#include "common/human_text.h"
 
 namespace brake::front {
 namespace {
@@ -66,36 +71,83 @@ std::string ResetText(int64_t ms) {
   return out;
 }
 
+namespace {
+
+// An amount of `resource` for a message: "0.0097 usd", "1200 tokens".
+std::string AmountText(double v, const std::string& resource) {
+  return FormatDecimal(v) + " " + (resource.empty() ? "units" : resource);
+}
+
+// The message's account of a cap: what the call would take of it, what is
+// left, what calls in flight hold.
+std::string CapText(const Refusal& r) {
+  std::string m;
+  if (r.reason == "reserved") {
+    if (r.held) {
+      m += "; " + AmountText(*r.held, r.resource) +
+           " of it is held by calls in flight, not spent: it comes back as "
+           "they settle";
+    }
+    return m;
+  }
+  if (r.would_reserve > 0) {
+    m += ": this call would reserve " + AmountText(r.would_reserve, r.resource);
+    if (r.remaining) {
+      m += " against " +
+           AmountText(std::max(0.0, *r.remaining + r.held.value_or(0)),
+                      r.resource) +
+           " left unspent of " + AmountText(r.capacity, r.resource);
+    }
+  }
+  // The prompt alone would fit: the output maximum is what does not.
+  const double unspent = r.remaining ? *r.remaining + r.held.value_or(0) : 0;
+  if (r.output_tokens > 0 && r.resource != "requests" && unspent > 0 &&
+      unspent >= r.prompt_reserve) {
+    m += "; the prompt fits, its output maximum of " +
+         std::to_string(r.output_tokens) + " tokens does not (" +
+         (r.output_defaulted ? "brake's default_max_tokens: the request "
+                               "names no maximum"
+                             : "as the request names it") +
+         "): ask for fewer";
+  }
+  return m;
+}
+
+}  // namespace
+
 Answer DenialAnswer(Dialect dialect, const Refusal& r) {
   Answer a;
   a.status = 429;
-  const bool money = r.reason == "cost_cap" || r.reason == "quota_exhausted";
+  const bool spent = r.reason == "cost_cap" || r.reason == "quota_exhausted";
   std::string message = "brake: denied by " + r.scope;
   if (!r.limit.empty()) message += " limit " + r.limit;
   message += " (" + r.reason;
   if (!r.cause.empty()) message += ", cause " + r.cause;
   message += ")";
+  if (spent || r.reason == "reserved") message += CapText(r);
   if (r.retry_after_ms) {
-    message += "; retry after " + std::to_string(*r.retry_after_ms) + " ms";
     const int64_t ms = std::max<int64_t>(0, *r.retry_after_ms);
+    message += "; retry after " + FormatDurationMs(ms);
     a.headers.emplace_back("retry-after", std::to_string((ms + 999) / 1000));
     a.headers.emplace_back("retry-after-ms", std::to_string(ms));
-    a.headers.emplace_back("x-should-retry", "true");
+    a.headers.emplace_back("x-should-retry", ms > kRetryHelpsMs ? "false" : "true");
     for (const char* res : {"requests", "tokens"}) {
-      if (r.resource.empty() || r.resource == res)
+      if (r.resource.empty() || r.resource == "usd" || r.resource == res)
         a.headers.emplace_back(std::string("x-ratelimit-reset-") + res, ResetText(ms));
     }
   } else {
-    message += "; it can never be granted as asked";
+    message += spent ? "; the cap does not reset: an operator may raise it"
+                     : "; it can never be granted as asked";
     a.headers.emplace_back("x-should-retry", "false");
   }
   if (r.resource == "requests" || r.resource == "tokens") {
-    a.headers.emplace_back("x-ratelimit-limit-" + r.resource, std::to_string(r.capacity));
+    a.headers.emplace_back("x-ratelimit-limit-" + r.resource,
+                           std::to_string(static_cast<int64_t>(r.capacity)));
     a.headers.emplace_back("x-ratelimit-remaining-" + r.resource, "0");
   }
   a.headers.emplace_back("x-brake-reason", r.reason);
   a.headers.emplace_back("x-brake-scope", r.scope);
-  a.body = Body(dialect, 429, money ? "insufficient_quota" : "rate_limit_exceeded",
+  a.body = Body(dialect, 429, spent ? "insufficient_quota" : "rate_limit_exceeded",
                 r.reason, message);
   return a;
 }

@@ -1,6 +1,8 @@
 #include "front/front.h"
 
+#include <charconv>
 #include <cstdlib>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +70,8 @@ struct FrontCall {
   uint64_t channel = 0;
   uint64_t upstream = 0;
   std::string lease;
+  json acquire;          // as sent, to send again with wait_ms
+  int64_t wait_ms = 0;   // how long to wait for room held by calls in flight
   enum class Stage { kAcquiring, kUpstream, kSettling, kDone } stage = Stage::kAcquiring;
   bool gone = false;     // the client left
   uint64_t received_ns = 0;  // the whole request arrived
@@ -82,6 +86,8 @@ struct FrontCall {
   std::unique_ptr<StreamTally> tally;
 
   void Acquired(const json& reply);
+  // What a refusing acquire's `reply` says, with what this call asked.
+  Refusal RefusalOf(const json& reply) const;
   void GoUpstream();
   void OnHead(int code, const Headers& headers);
   void OnData(std::string_view data);
@@ -129,17 +135,15 @@ void FrontCall::Acquired(const json& reply) {
     return;
   }
   if (!reply.value("granted", false)) {
-    Refusal r;
-    r.reason = reply.value("reason", "");
-    r.scope = reply.value("scope", "");
-    r.limit = reply.value("limit", "");
-    r.cause = reply.value("cause", "");
-    if (auto it = reply.find("retry_after_ms"); it != reply.end() && it->is_number())
-      r.retry_after_ms = it->get<int64_t>();
-    if (auto facts = front->brake_->LimitOf(r.scope, r.limit)) {
-      r.resource = facts->resource;
-      r.capacity = facts->capacity;
+    const std::string reason = reply.value("reason", "");
+    if (reason == "reserved" && wait_ms > 0 && !gone) {
+      // Room held by calls in flight comes back as they settle: wait for
+      // it (once; a waiting acquire is woken by each settlement).
+      acquire["wait_ms"] = std::exchange(wait_ms, 0);
+      front->brake_->SendLine(channel, acquire.dump());
+      return;
     }
+    Refusal r = RefusalOf(reply);
     stage = Stage::kDone;
     if (!gone) {
       front->metrics_.Denial(std::string(route->name), r.reason);
@@ -177,6 +181,45 @@ void FrontCall::Acquired(const json& reply) {
   }
   brake_headers.emplace_back("x-brake-lease", lease);
   GoUpstream();
+}
+
+Refusal FrontCall::RefusalOf(const json& reply) const {
+  Refusal r;
+  r.reason = reply.value("reason", "");
+  r.scope = reply.value("scope", "");
+  r.limit = reply.value("limit", "");
+  r.cause = reply.value("cause", "");
+  if (auto it = reply.find("retry_after_ms"); it != reply.end() && it->is_number())
+    r.retry_after_ms = it->get<int64_t>();
+  auto facts = front->brake_->LimitOf(r.scope, r.limit);
+  if (!facts) return r;
+  r.resource = facts->resource;
+  r.capacity = static_cast<double>(facts->capacity);
+  auto amount = [&](const char* member) -> std::optional<double> {
+    auto it = reply.find(member);
+    if (it == reply.end() || !it->is_object()) return std::nullopt;
+    auto v = it->find(r.resource);
+    if (v == it->end() || !v->is_number()) return std::nullopt;
+    return v->get<double>();
+  };
+  if (auto c = amount("capacity")) r.capacity = *c;
+  r.remaining = amount("remaining");
+  if (auto h = reply.find("held"); h != reply.end() && h->is_number())
+    r.held = h->get<double>();
+  const int64_t tokens = plan.prompt_tokens + plan.output_tokens;
+  if (r.resource == "tokens") {
+    r.would_reserve = static_cast<double>(tokens);
+    r.prompt_reserve = static_cast<double>(plan.prompt_tokens);
+  } else if (r.resource == "usd") {
+    r.would_reserve = front->brake_->EstimateUsd(model_priced, tokens).value_or(0);
+    r.prompt_reserve =
+        front->brake_->EstimateUsd(model_priced, plan.prompt_tokens).value_or(0);
+  } else {
+    r.would_reserve = 1;
+  }
+  r.output_tokens = plan.output_tokens;
+  r.output_defaulted = plan.set_output_max;
+  return r;
 }
 
 void FrontCall::GoUpstream() {
@@ -371,6 +414,7 @@ Status Front::Start() {
 void Front::Reconfigure(const FrontConfig& config) {
   config_.keys = config.keys;
   config_.default_max_tokens = config.default_max_tokens;
+  config_.wait_ms = config.wait_ms;
 }
 
 void Front::OnRequest(std::shared_ptr<Exchange> x) {
@@ -436,12 +480,27 @@ void Front::OnRequest(std::shared_ptr<Exchange> x) {
   c->resource = !resource.empty() ? std::string(resource)
                 : c->plan.model.empty() ? std::string(c->route->upstream)
                                         : std::string(c->route->upstream) + "/" + c->plan.model;
-  json acquire = {{"op", "acquire"},
-                  {"user", c->user},
-                  {"task", c->task},
-                  {"resource", c->resource},
-                  {"tokens", c->plan.prompt_tokens + c->plan.output_tokens},
-                  {"fingerprint", c->plan.fingerprint}};
+  c->wait_ms = config_.wait_ms;
+  if (std::string_view wait = x->header("x-brake-wait-ms"); !wait.empty()) {
+    int64_t ms = -1;
+    auto [end, ec] = std::from_chars(wait.data(), wait.data() + wait.size(), ms);
+    if (ec != std::errc() || end != wait.data() + wait.size() || ms < 0 ||
+        ms > kMaxWaitMs) {
+      c->Fail(400, "bad_request",
+              "brake: x-brake-wait-ms: must be an integer from 0 to " +
+                  std::to_string(kMaxWaitMs));
+      Finish(c);
+      return;
+    }
+    c->wait_ms = ms;
+  }
+  json& acquire = c->acquire;
+  acquire = {{"op", "acquire"},
+             {"user", c->user},
+             {"task", c->task},
+             {"resource", c->resource},
+             {"tokens", c->plan.prompt_tokens + c->plan.output_tokens},
+             {"fingerprint", c->plan.fingerprint}};
   // A model brake has no price for is reserved as "*" (or refused under a
   // usd limit when "*" has none either): never as free.
   if (!c->plan.model.empty() && brake_->EstimateUsd(c->plan.model, 0)) {

@@ -31,6 +31,9 @@ struct FrontConfig {
   std::map<std::string, Upstream> upstreams;  // "openai", "anthropic"
   std::map<std::string, KeyIdentity> keys;
   int64_t default_max_tokens = 4096;
+  // How long a call waits for room held by calls in flight (a `reserved`
+  // refusal) before it is answered 429; a request's x-brake-wait-ms wins.
+  int64_t wait_ms = 30'000;
   int64_t max_header_bytes = 16 * 1024;   // request line and headers
   int64_t max_body_bytes = 8 << 20;
   int64_t header_timeout_ms = 10'000;     // to receive a request's head
@@ -41,12 +44,16 @@ struct FrontConfig {
   bool operator==(const FrontConfig&) const = default;
 };
 
-// SIGHUP may change `keys` and `default_max_tokens`; true when `a` and `b`
-// differ in anything else (a restart is needed for it).
+// The most a call may wait (x-brake-wait-ms, wait_ms): acquire's bound.
+inline constexpr int64_t kMaxWaitMs = 3'600'000;
+
+// SIGHUP may change `keys`, `default_max_tokens` and `wait_ms`; true when
+// `a` and `b` differ in anything else (a restart is needed for it).
 inline bool RestartNeeded(const FrontConfig& a, const FrontConfig& b) {
   FrontConfig x = a;
   x.keys = b.keys;
   x.default_max_tokens = b.default_max_tokens;
+  x.wait_ms = b.wait_ms;
   return !(x == b);
 }
 

@@ -26,7 +26,7 @@ TEST_CASE("concurrency: leases open and close", "[budget]") {
     Decision d = c.Check(1, 10);
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == kNever);
-    c.Release(500, 20);
+    c.Release(500, 0, 20);
     REQUIRE(c.open() == 2);
     REQUIRE(c.Check(1, 20).verdict == Verdict::kAdmit);
   }
@@ -36,8 +36,8 @@ TEST_CASE("concurrency: leases open and close", "[budget]") {
     c.Settle(100, 0, 1);
     c.Settle(-100, 0, 1);
     REQUIRE(c.open() == 1);
-    c.Release(1, 2);
-    c.Release(1, 2);
+    c.Release(1, 0, 2);
+    c.Release(1, 0, 2);
     REQUIRE(c.open() == 0);
     for (int i = 0; i < 3; ++i) c.Charge(1, 3);
     REQUIRE(c.Check(1, 3).verdict == Verdict::kDeny);

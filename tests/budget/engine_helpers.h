@@ -164,6 +164,9 @@ inline LimitUsage UsageOf(Engine& e, const std::string& report_scope,
   return {};
 }
 
+// What a limit counts: spent and held by open leases.
+inline int64_t Charged(const LimitUsage& u) { return u.used + u.held; }
+
 inline bool SameTotals(const Totals& a, const Totals& b) {
   return a.requests == b.requests && a.tokens == b.tokens &&
          a.usd_nano == b.usd_nano;

@@ -34,8 +34,8 @@ TEST_CASE("engine: at max_open_leases a grant is refused whole",
   dry.dry_run = true;
   CHECK(Acquire(e, dry, kT0).granted);
   AcquireRequest big = Req("alice", "t1");
-  big.requests = 2;  // 2 used of 3: the quota denies it
-  CHECK(Deny(e, big, kT0).reason == Reason::kQuotaExhausted);
+  big.requests = 2;  // 2 held of 3: the quota refuses it
+  CHECK(Deny(e, big, kT0).reason == Reason::kReserved);
   CHECK(e.lease_cap_refusals() == 1);
 
   // A lease settled makes room.

@@ -44,7 +44,7 @@ TEST_CASE("engine limiters: a changed limit is read by every subject",
     LimitUsage u = UsageOf(e, std::string("task:") + task,
                            std::string("task:") + task, "q", kT0 + 2);
     CHECK(u.limit == 2);
-    CHECK(u.used == 1);
+    CHECK(Charged(u) == 1);
     Grant(e, Req("alice", task), kT0 + 3);
     Deny(e, Req("alice", task), kT0 + 4);
   }

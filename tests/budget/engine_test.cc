@@ -26,13 +26,13 @@ TEST_CASE("engine: a denial charges nothing anywhere", "[engine]") {
 
   Grant(e, Req("alice", "t1", 800), kT0);
   HeldDenial d = Deny(e, Req("alice", "t1", 800), kT0);
-  CHECK(d.reason == Reason::kQuotaExhausted);
+  CHECK(d.reason == Reason::kReserved);  // the first lease holds 800
   CHECK(d.scope == "task:t1");
   CHECK(d.limit == "t_tokens");
-  CHECK(d.retry_after_us == 14 * kUsPerHour);  // until midnight UTC
+  CHECK(d.held == 800);
 
   CHECK(UsageOf(e, "global", "global", "g_rpm", kT0).used == 1);
-  CHECK(UsageOf(e, "user:alice", "user:alice", "u_tokens", kT0).used == 800);
+  CHECK(UsageOf(e, "user:alice", "user:alice", "u_tokens", kT0).held == 800);
   StatusReport user = e.Report("user:alice", kT0);
   CHECK(SameTotals(user.reserved, Totals{1, 800, 0}));
   CHECK(SameTotals(e.Report("global", kT0).reserved, Totals{1, 800, 0}));
@@ -55,8 +55,8 @@ TEST_CASE("engine: defaults apply per concrete subject", "[engine]") {
     CHECK(d.scope == "user:alice");
     CHECK(d.limit == "daily");
     Grant(e, Req("bob", "b1"), kT0);
-    CHECK(UsageOf(e, "user:alice", "user:alice", "daily", kT0).used == 1);
-    CHECK(UsageOf(e, "user:bob", "user:bob", "daily", kT0).used == 1);
+    CHECK(Charged(UsageOf(e, "user:alice", "user:alice", "daily", kT0)) == 1);
+    CHECK(Charged(UsageOf(e, "user:bob", "user:bob", "daily", kT0)) == 1);
   }
   SECTION("a specific policy overrides the default") {
     e.SetPolicy("user:vip",
@@ -109,8 +109,9 @@ TEST_CASE("engine: parent chains", "[engine]") {
     HeldDenial d =
         Deny(e, WithParent(Req("alice", "child2", 400), "root"), kT0);
     CHECK(d.scope == "task:root");
-    CHECK(d.reason == Reason::kQuotaExhausted);
-    CHECK(d.retry_after_us == kNever);  // a total quota never resets
+    CHECK(d.reason == Reason::kReserved);  // l1 holds 600 of it, not spent
+    CHECK(d.held == 600);
+    CHECK(d.retry_after_us <= kTtlUs);
     CHECK(e.task_count() == 2);         // the denied child was not recorded
 
     Commit(e, l1, 500, kT0);
@@ -215,14 +216,14 @@ TEST_CASE("engine: shadow limits never deny but are reported and charged",
   AcquireOutcome second = Acquire(e, Req("alice", "t1", 10), kT0);
   REQUIRE(second.granted);
   CHECK(second.shadow == std::vector<std::string>{"user:alice/daily"});
-  CHECK(UsageOf(e, "user:alice", "user:alice", "daily", kT0).used == 2);
+  CHECK(Charged(UsageOf(e, "user:alice", "user:alice", "daily", kT0)) == 2);
 
   // A real refusal still reports the shadow ones it saw.
   AcquireOutcome third = Acquire(e, Req("alice", "t1", 45), kT0);
   CHECK_FALSE(third.granted);
   CHECK(third.denial.limit == "tok");
   CHECK(third.shadow == std::vector<std::string>{"user:alice/daily"});
-  CHECK(UsageOf(e, "user:alice", "user:alice", "daily", kT0).used == 2);
+  CHECK(Charged(UsageOf(e, "user:alice", "user:alice", "daily", kT0)) == 2);
 }
 
 TEST_CASE("engine: a limit that changes algorithm starts afresh",
@@ -248,7 +249,7 @@ TEST_CASE("engine: a limit that changes algorithm starts afresh",
   e.SetPolicy("user:*",
               MakePolicy({QuotaSpec("x", Resource::kRequests, 100)}));
   std::string q = Grant(e, Req("alice", "t4"), kT0);
-  CHECK(UsageOf(e, "user:alice", "user:alice", "x", kT0).used == 1);
+  CHECK(Charged(UsageOf(e, "user:alice", "user:alice", "x", kT0)) == 1);
   REQUIRE(e.Cancel(q, kT0).ok());
   CHECK(UsageOf(e, "user:alice", "user:alice", "x", kT0).used == 0);
 }
@@ -321,8 +322,8 @@ TEST_CASE("engine: every limit of a long policy is checked and charged",
   CHECK(d.limit == "q5");
   for (int i = 1; i <= 5; ++i) {
     INFO(i);
-    CHECK(UsageOf(e, "user:alice", "user:alice", "q" + std::to_string(i), kT0)
-              .used == 5);
+    CHECK(Charged(UsageOf(e, "user:alice", "user:alice",
+                          "q" + std::to_string(i), kT0)) == 5);
   }
   // A new policy reaches subjects already resolved, first limits and last.
   limits[0].limit = 5;

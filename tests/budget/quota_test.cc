@@ -24,6 +24,7 @@ int64_t QuotaAt(int64_t y, int m, int d, int64_t h = 0) {
   return DaysFromCivil({y, m, d}) * kUsPerDay + h * kUsPerHour;
 }
 
+using limiter_test::Spend;
 using limiter_test::Take;
 
 TEST_CASE("quota: resets exactly at UTC period boundaries", "[budget]") {
@@ -52,12 +53,12 @@ TEST_CASE("quota: resets exactly at UTC period boundaries", "[budget]") {
   for (const Case& c : cases) {
     CAPTURE(static_cast<int>(c.period), c.spend_at_us, c.boundary_us);
     Quota q(Budget(5 * kNanoUsdPerUsd, c.period), c.spend_at_us);
-    REQUIRE(Take(q, 5 * kNanoUsdPerUsd, c.boundary_us - 1));
+    REQUIRE(Spend(q, 5 * kNanoUsdPerUsd, c.boundary_us - 1));
     Decision d = q.Check(1, c.boundary_us - 1);
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == 1);
     REQUIRE(q.Usage(c.boundary_us - 1).resets_in_us == 1);
-    REQUIRE(Take(q, 5 * kNanoUsdPerUsd, c.boundary_us));
+    REQUIRE(Spend(q, 5 * kNanoUsdPerUsd, c.boundary_us));
     REQUIRE(q.period_start_us() == c.boundary_us);
   }
 }
@@ -68,19 +69,19 @@ TEST_CASE("quota: admission", "[budget]") {
 
   SECTION("too large, fits, exhausted") {
     REQUIRE(q.Check(101, t).verdict == Verdict::kTooLarge);
-    REQUIRE(Take(q, 60, t));
+    REQUIRE(Spend(q, 60, t));
     Decision d = q.Check(41, t);
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == 12 * kUsPerHour);
-    REQUIRE(Take(q, 40, t));
+    REQUIRE(Spend(q, 40, t));
     REQUIRE(q.Check(1, t).verdict == Verdict::kDeny);
   }
 
   SECTION("amount 0 is admitted until the quota is exhausted") {
     REQUIRE(q.Check(0, t).verdict == Verdict::kAdmit);
-    REQUIRE(Take(q, 99, t));
+    REQUIRE(Spend(q, 99, t));
     REQUIRE(q.Check(0, t).verdict == Verdict::kAdmit);
-    REQUIRE(Take(q, 1, t));
+    REQUIRE(Spend(q, 1, t));
     Decision d = q.Check(0, t);
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == 12 * kUsPerHour);
@@ -88,7 +89,7 @@ TEST_CASE("quota: admission", "[budget]") {
 
   SECTION("total never resets") {
     Quota total(Budget(10, Period::kTotal), t);
-    REQUIRE(Take(total, 10, t));
+    REQUIRE(Spend(total, 10, t));
     Decision d = total.Check(1, t + 1000 * kUsPerDay);
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == kNever);
@@ -103,7 +104,7 @@ TEST_CASE("quota: admission", "[budget]") {
 TEST_CASE("quota: settle", "[budget]") {
   const int64_t t = QuotaAt(2024, 3, 10, 23);
   Quota q(Budget(100, Period::kDay), t);
-  REQUIRE(Take(q, 80, t));
+  REQUIRE(Spend(q, 80, t));
 
   SECTION("refund within the period") {
     q.Settle(-30, t, t + 1);
@@ -113,7 +114,7 @@ TEST_CASE("quota: settle", "[budget]") {
   }
 
   SECTION("refund to a past period is dropped") {
-    REQUIRE(Take(q, 10, QuotaAt(2024, 3, 11, 1)));
+    REQUIRE(Spend(q, 10, QuotaAt(2024, 3, 11, 1)));
     q.Settle(-30, t, QuotaAt(2024, 3, 11, 2));
     REQUIRE(q.count() == 10);
   }
@@ -128,14 +129,14 @@ TEST_CASE("quota: settle", "[budget]") {
     REQUIRE(d.verdict == Verdict::kDeny);
     REQUIRE(d.retry_after_us == kUsPerHour - 1);
     REQUIRE(q.Check(0, t + 1).verdict == Verdict::kDeny);
-    REQUIRE(Take(q, 100, QuotaAt(2024, 3, 11)));
+    REQUIRE(Spend(q, 100, QuotaAt(2024, 3, 11)));
   }
 }
 
 TEST_CASE("quota: usage, save/restore, reset, reconfigure", "[budget]") {
   const int64_t t = QuotaAt(2024, 3, 10, 6);
   Quota q(Budget(100, Period::kDay), t);
-  REQUIRE(Take(q, 25, t));
+  REQUIRE(Spend(q, 25, t));
 
   SECTION("usage") {
     LimitUsage u = q.Usage(t);
@@ -178,6 +179,80 @@ TEST_CASE("quota: usage, save/restore, reset, reconfigure", "[budget]") {
     REQUIRE(q.Usage(QuotaAt(2024, 3, 20)).used == 25);
     REQUIRE(q.Usage(QuotaAt(2024, 4, 1)).used == 0);
     REQUIRE(q.period_start_us() == QuotaAt(2024, 4, 1));
+  }
+}
+
+TEST_CASE("quota: held is not spent", "[budget]") {
+  const int64_t t = QuotaAt(2024, 3, 10, 12);
+  Quota q(Budget(100, Period::kDay), t);
+  // A lease that took 2 s from grant to settlement spent 10.
+  REQUIRE(Take(q, 10, t - 2 * limiter_test::kSec));
+  q.Release(10, t - 2 * limiter_test::kSec, t);
+  REQUIRE(Take(q, 80, t));  // a lease holds 80
+
+  SECTION("over the count but within the spent part: held, with a hint") {
+    Decision d = q.Check(20, t + 1);
+    REQUIRE(d.verdict == Verdict::kHeld);
+    REQUIRE(d.held == 80);
+    REQUIRE(d.retry_after_us == 2 * limiter_test::kSec);  // as the last took
+    LimitUsage u = q.Usage(t + 1);
+    REQUIRE(u.used == 10);
+    REQUIRE(u.held == 80);
+    REQUIRE(u.remaining == 10);
+    REQUIRE(q.Check(10, t + 1).verdict == Verdict::kAdmit);
+  }
+
+  SECTION("over what is unspent: spent, until the period ends") {
+    Decision d = q.Check(91, t + 1);
+    REQUIRE(d.verdict == Verdict::kDeny);
+    REQUIRE(d.held == 80);
+    REQUIRE(d.retry_after_us == 12 * kUsPerHour - 1);
+  }
+
+  SECTION("the lease settles below its reservation: room comes back") {
+    q.Settle(-70, t, t + 3 * limiter_test::kSec);
+    q.Release(80, t, t + 3 * limiter_test::kSec);
+    REQUIRE(q.held() == 0);
+    REQUIRE(q.Usage(t + 3 * limiter_test::kSec).used == 20);
+    REQUIRE(Take(q, 80, t + 3 * limiter_test::kSec));
+    // The hint moves an eighth of the way to what this lease took (3 s).
+    Decision d = q.Check(1, t + 3 * limiter_test::kSec);
+    REQUIRE(d.verdict == Verdict::kHeld);
+    REQUIRE(d.retry_after_us == 2 * limiter_test::kSec + limiter_test::kSec / 8);
+  }
+
+  SECTION("before any release, the hint is a second") {
+    Quota fresh(Budget(100, Period::kDay), t);
+    REQUIRE(Take(fresh, 100, t));
+    REQUIRE(fresh.Check(1, t).retry_after_us == limiter_test::kSec);
+  }
+
+  SECTION("a lease of the past period holds nothing now") {
+    const int64_t next = QuotaAt(2024, 3, 11, 1);
+    REQUIRE(q.Usage(next).held == 0);
+    REQUIRE(Take(q, 50, next));
+    q.Release(80, t, next + 1);  // the old lease ends
+    REQUIRE(q.held() == 50);
+  }
+
+  SECTION("a reset forgets what earlier leases hold") {
+    q.Reset(t + 5);
+    REQUIRE(Take(q, 30, t + 6));
+    q.Release(80, t, t + 7);  // charged before the reset
+    REQUIRE(q.held() == 30);
+    q.Release(30, t + 6, t + 8);
+    REQUIRE(q.held() == 0);
+  }
+
+  SECTION("restored: the state without what is held, then Hold per lease") {
+    Quota c(Budget(100, Period::kDay), t);
+    REQUIRE(c.RestoreState(q.SaveState()));
+    REQUIRE(c.held() == 0);
+    REQUIRE(c.Check(20, t + 1).verdict == Verdict::kDeny);
+    c.Hold(80, t, t + 1);
+    c.Hold(5, QuotaAt(2024, 3, 9), t + 1);  // of an ended period: not held
+    REQUIRE(c.held() == 80);
+    REQUIRE(c.Check(20, t + 1).verdict == Verdict::kHeld);
   }
 }
 

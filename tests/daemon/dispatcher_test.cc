@@ -219,7 +219,8 @@ TEST_CASE("dispatcher: status reply shape", "[dispatcher]") {
   CHECK(daily["resource"] == "usd");
   CHECK(daily["algorithm"] == "quota");
   CHECK(daily["limit"] == 5.0);
-  CHECK(daily["used"] == Approx(0.01));  // 1000 tokens at the dearer 10/Mtok
+  CHECK(daily["used"] == 0.0);
+  CHECK(daily["held"] == Approx(0.01));  // 1000 tokens at the dearer 10/Mtok
   CHECK(daily["remaining"] == Approx(4.99));
   CHECK(daily["resets_in_ms"] == kFourteenHoursMs);
   CHECK(s["spend"] == json{{"requests", 0}, {"tokens", 0}, {"usd", 0.0}});

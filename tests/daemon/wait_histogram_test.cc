@@ -50,7 +50,7 @@ TEST_CASE("wait histogram: counts and sums per result", "[histogram]") {
   CHECK(h.CumulativeCount(kTimeout, 10) == 1);  // le 2.5
   CHECK(WaitHistogram::ResultName(kGranted) == "granted");
   CHECK(WaitHistogram::ResultName(kTimeout) == "timeout");
-  CHECK(WaitHistogram::ResultName(WaitHistogram::kResults - 1) == "too_large");
+  CHECK(WaitHistogram::ResultName(WaitHistogram::kResults - 1) == "reserved");
 }
 
 }  // namespace

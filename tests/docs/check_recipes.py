@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from braked_daemon import DaemonCase, ok
+from braked_daemon import Conn, DaemonCase, ok
 from doc_markers import blocks, marked, recipe_block
 from docs_env import BRAKECTL, ROOT, SHOW, read
 
@@ -81,10 +81,11 @@ class RecipesTest(DaemonCase):
         big = self.granted(user="alice", task="t-1", model="gpt-4o",
                            tokens=400000)                      # $4.00 reserved
         self.assertAlmostEqual(big["remaining"]["usd"], 1.0)
-        r = self.denied("cost_cap", user="alice", task="t-2", model="gpt-4o",
+        r = self.denied("reserved", user="alice", task="t-2", model="gpt-4o",
                         tokens=200000)                         # $2.00 more
         self.assertEqual((r["scope"], r["limit"]), ("user:alice", "daily-usd"))
-        self.assertTrue(0 < r["retry_after_ms"] <= 86400000, r)
+        self.assertAlmostEqual(r["held"], 4.0)
+        self.assertTrue(0 < r["retry_after_ms"] <= 600000, r)  # the lease TTL
         self.matches_doc("daily-usd", r)
         # Every user has a cap of their own.
         self.granted(user="bob", task="t-3", model="gpt-4o", tokens=200000)
@@ -92,7 +93,15 @@ class RecipesTest(DaemonCase):
         c = ok(self, self.c.call("commit", lease=big["lease"],
                                  input_tokens=300000, output_tokens=10000))
         self.assertAlmostEqual(c["charged_usd"], 0.85)
-        self.granted(user="alice", task="t-2", model="gpt-4o", tokens=200000)
+        second = self.granted(user="alice", task="t-2", model="gpt-4o",
+                              tokens=200000)
+        # Spent: $0.85 + $4.00 settled; $0.20 more does not fit what is left.
+        ok(self, self.c.call("commit", lease=second["lease"], input_tokens=0,
+                             output_tokens=400000))
+        r = self.denied("cost_cap", user="alice", task="t-2", model="gpt-4o",
+                        tokens=20000)
+        self.assertTrue(0 < r["retry_after_ms"] <= 86400000, r)
+        self.matches_doc("daily-usd-spent", r)
         # A reservation above the whole cap; an acquire without a model.
         r = self.denied("too_large", user="carol", task="t-4", model="gpt-4o",
                         tokens=600000)
@@ -104,6 +113,30 @@ class RecipesTest(DaemonCase):
         r = self.c.call("acquire", user="alice", task="t-6", model="unpriced",
                         tokens=1)
         self.assertEqual(r["error"]["code"], "bad_request", r)
+
+    def test_8_team(self):
+        self.set_prices("team")
+        self.set_policy("team")
+        # 49 agents' calls in flight hold all but $0.00506 of the $20.
+        leases = [self.granted(user="team", task="agent-%d" % i,
+                               model="gpt-4o-mini", tokens=680100)["lease"]
+                  for i in range(49)]
+        r = self.denied("reserved", user="team", task="agent-49",
+                        model="gpt-4o-mini", tokens=9000)
+        self.assertEqual((r["scope"], r["limit"]), ("user:team", "team-daily"))
+        self.assertTrue(0 < r["retry_after_ms"] <= 600000, r)
+        self.matches_doc("team", r)
+        # It waits instead; one call settles low, and it is granted.
+        waiter = Conn(self.d.sock)
+        try:
+            waiter.send(dict(op="acquire", id="w", user="team", task="agent-49",
+                             model="gpt-4o-mini", tokens=9000, wait_ms=5000))
+            ok(self, self.c.call("commit", lease=leases[0], input_tokens=20000,
+                                 output_tokens=1000))
+            waited = waiter.recv()
+            self.assertTrue(waited["granted"], waited)
+        finally:
+            waiter.close()
 
     def test_3_task_tree(self):
         self.set_policy("task-tree")

@@ -110,7 +110,8 @@ const std::set<std::string>& ErrorCodes() {
 const std::set<std::string>& Reasons() {
   static const std::set<std::string> reasons = {
       "rate_limited", "quota_exhausted", "cost_cap", "breaker_open",
-      "concurrency",  "queue_full",      "timeout",  "too_large"};
+      "concurrency",  "queue_full",      "timeout",  "too_large",
+      "reserved"};
   return reasons;
 }
 

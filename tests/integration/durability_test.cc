@@ -152,7 +152,10 @@ TEST_CASE("the quota used before kill -9 still denies after it",
   }
   REQUIRE(d.daemon.Start());
   Client c = d.daemon.Connect();
-  for (int i = 0; i < 3; ++i) AcquireLease(c, "alice", "t1");
+  for (int i = 0; i < 3; ++i) {
+    CallOk(c, {{"op", "commit"}, {"lease", AcquireLease(c, "alice", "t1")},
+               {"tokens", 1}});
+  }
   json denied = Acquire(c, "alice", "t1");
   CHECK(denied["granted"] == false);
   CHECK(denied["reason"] == "quota_exhausted");

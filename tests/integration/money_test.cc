@@ -17,25 +17,35 @@
 namespace brake::integration {
 namespace {
 
-void RequireCostCap(const json& reply, const std::string& scope,
-                    const std::string& limit = "cap") {
+// Refused by `scope`'s limit for `reason`.
+void RequireRefused(const json& reply, const std::string& reason,
+                    const std::string& scope, const std::string& limit) {
   INFO("reply: " << reply.dump());
   REQUIRE(reply["granted"] == false);
-  CHECK(reply["reason"] == "cost_cap");
+  CHECK(reply["reason"] == reason);
   CHECK(reply["scope"] == scope);
   CHECK(reply["limit"] == limit);
+}
+
+// Refused because the cap is spent.
+void RequireCostCap(const json& reply, const std::string& scope,
+                    const std::string& limit = "cap") {
+  RequireRefused(reply, "cost_cap", scope, limit);
+}
+
+// Refused because open leases hold the cap, not because it is spent.
+void RequireHeld(const json& reply, const std::string& scope,
+                 const std::string& limit = "cap") {
+  RequireRefused(reply, "reserved", scope, limit);
+  CHECK(reply["held"].get<double>() > 0);
 }
 
 // One acquire dearer than the whole cap can never fit: too_large, with a
 // null retry, naming the cap.
 void RequireTooLarge(const json& reply, const std::string& scope,
                      const std::string& limit = "cap") {
-  INFO("reply: " << reply.dump());
-  REQUIRE(reply["granted"] == false);
-  CHECK(reply["reason"] == "too_large");
+  RequireRefused(reply, "too_large", scope, limit);
   CHECK(reply["retry_after_ms"].is_null());
-  CHECK(reply["scope"] == scope);
-  CHECK(reply["limit"] == limit);
 }
 
 TEST_CASE(
@@ -85,7 +95,7 @@ TEST_CASE(
     // answer read.
     for (int i = 0; i < kConnections; ++i) clients[i].SendLine(lines[i]);
     int granted = 0;
-    int cost_capped = 0;
+    int held = 0;  // refused: the k granted hold the cap
     for (int i = 0; i < kConnections; ++i) {
       json reply = json::parse(clients[i].ReadLine().value());
       INFO("trial " << trial << " k " << k << " reply " << reply.dump());
@@ -93,14 +103,14 @@ TEST_CASE(
       REQUIRE(reply["id"] == i);
       if (reply["granted"] == true) {
         ++granted;
-      } else if (reply["reason"] == "cost_cap" && reply["scope"] == scope &&
+      } else if (reply["reason"] == "reserved" && reply["scope"] == scope &&
                  reply["limit"] == "cap") {
-        ++cost_capped;
+        ++held;
       }
     }
     INFO("trial " << trial << " user " << user);
     REQUIRE(granted == k);
-    REQUIRE(cost_capped == kConnections - k);
+    REQUIRE(held == kConnections - k);
     json status = on_parent
                       ? CallOk(admin, {{"op", "status"}, {"task", parent}})
                       : CallOk(admin, {{"op", "status"}, {"user", user}});
@@ -137,8 +147,8 @@ TEST_CASE("a usd cap hit exactly is granted, one micro-dollar over is not",
   SECTION("two acquires filling the cap, then one micro-dollar more") {
     AcquireLease(c, "a", "t", {{"model", "micro"}, {"tokens", 250'000}});
     AcquireLease(c, "a", "t", {{"model", "micro"}, {"tokens", 250'000}});
-    RequireCostCap(Acquire(c, "a", "t", {{"model", "micro"}, {"tokens", 1}}),
-                   "user:a");
+    RequireHeld(Acquire(c, "a", "t", {{"model", "micro"}, {"tokens", 1}}),
+                "user:a");
   }
   SECTION("nano-dollar steps") {
     RequireTooLarge(
@@ -147,8 +157,8 @@ TEST_CASE("a usd cap hit exactly is granted, one micro-dollar over is not",
     std::string lease =
         AcquireLease(c, "b", "t", {{"model", "nano"}, {"tokens", 499'999'999}});
     AcquireLease(c, "b", "t", {{"model", "nano"}, {"tokens", 1}});
-    RequireCostCap(Acquire(c, "b", "t", {{"model", "nano"}, {"tokens", 1}}),
-                   "user:b");
+    RequireHeld(Acquire(c, "b", "t", {{"model", "nano"}, {"tokens", 1}}),
+                "user:b");
     // Settling one nano-dollar below the estimate frees exactly that.
     json commit = CallOk(c, {{"op", "commit"},
                              {"lease", lease},
@@ -156,8 +166,8 @@ TEST_CASE("a usd cap hit exactly is granted, one micro-dollar over is not",
                              {"output_tokens", 0}});
     CHECK(Nano(commit["charged_usd"]) == 499'999'998);
     AcquireLease(c, "b", "t", {{"model", "nano"}, {"tokens", 1}});
-    RequireCostCap(Acquire(c, "b", "t", {{"model", "nano"}, {"tokens", 1}}),
-                   "user:b");
+    RequireHeld(Acquire(c, "b", "t", {{"model", "nano"}, {"tokens", 1}}),
+                "user:b");
   }
   SECTION("a settled spend exactly at the cap, and an extra charge beyond it") {
     std::string lease =
@@ -198,16 +208,16 @@ TEST_CASE("task trees: a parent's cap covers its children, and owners are kept",
   CHECK(Nano(parent_status["reserved"]["usd"]) == 10'000'000);
   CHECK(parent_status["reserved"]["requests"] == 2);
 
-  // The parent's cap is spent: the child and the grandchild are refused
+  // The parent's cap is held: the child and the grandchild are refused
   // with the parent's scope.
-  RequireCostCap(Acquire(c, "alice", "C", {{"model", "m"}, {"tokens", 1}}),
-                 "task:P", "pcap");
-  RequireCostCap(Acquire(c, "alice", "G", {{"model", "m"}, {"tokens", 1}}),
-                 "task:P", "pcap");
+  RequireHeld(Acquire(c, "alice", "C", {{"model", "m"}, {"tokens", 1}}),
+              "task:P", "pcap");
+  RequireHeld(Acquire(c, "alice", "G", {{"model", "m"}, {"tokens", 1}}),
+              "task:P", "pcap");
   // A new child of P is refused too, and records nothing.
-  RequireCostCap(Acquire(c, "alice", "C2",
-                         {{"parent", "P"}, {"model", "m"}, {"tokens", 1}}),
-                 "task:P", "pcap");
+  RequireHeld(Acquire(c, "alice", "C2",
+                      {{"parent", "P"}, {"model", "m"}, {"tokens", 1}}),
+              "task:P", "pcap");
 
   // Settlements roll up: the parent's status shows its subtree's spend.
   CallOk(c, {{"op", "commit"}, {"lease", child}, {"tokens", 5'000}});
@@ -230,8 +240,8 @@ TEST_CASE("task trees: a parent's cap covers its children, and owners are kept",
   CHECK(FindLimit(child_status, "pcap").is_object());
   // Refunds made room again under the parent's cap.
   AcquireLease(c, "alice", "C", {{"model", "m"}, {"tokens", 3'500}});
-  RequireCostCap(Acquire(c, "alice", "G", {{"model", "m"}, {"tokens", 1}}),
-                 "task:P", "pcap");
+  RequireHeld(Acquire(c, "alice", "G", {{"model", "m"}, {"tokens", 1}}),
+              "task:P", "pcap");
 
   // Owners: bob may not acquire on alice's tasks, nor open a child of one.
   RequireError(c.Call({{"op", "acquire"}, {"user", "bob"}, {"task", "C"}}),
@@ -267,7 +277,8 @@ TEST_CASE(
   CHECK(Nano(s["reserved"]["usd"]) == 2'000'000);
   CHECK(s["spend"]["requests"] == 0);
   CHECK(Nano(s["spend"]["usd"]) == 0);
-  CHECK(Nano(FindLimit(s, "cap")["used"]) == 2'000'000);
+  CHECK(Nano(FindLimit(s, "cap")["used"]) == 0);  // settled: nothing yet
+  CHECK(Nano(FindLimit(s, "cap")["held"]) == 2'000'000);
 
   // Refund: 300 in + 200 out cost 0.0007 usd.
   json first = CallOk(c, {{"op", "commit"},

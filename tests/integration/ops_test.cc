@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/integration/expect.h"
 #include "tests/integration/harness.h"
@@ -54,7 +55,8 @@ TEST_CASE("acquire, commit and cancel settle into status", "[integration]") {
     CHECK(status["spend"]["tokens"] == 0);
     json q = FindLimit(status, "q");
     REQUIRE(q.is_object());
-    CHECK(q["used"] == 1);
+    CHECK(q["used"] == 0);
+    CHECK(q["held"] == 1);
     CHECK(q["remaining"] == 4);
     CHECK(q["scope"] == "user:alice");
     CHECK(q["algorithm"] == "quota");
@@ -103,12 +105,20 @@ TEST_CASE("acquire, commit and cancel settle into status", "[integration]") {
     CHECK(again["duplicate"] == true);
   }
 
-  SECTION("the quota denies once used up, with reason, scope and limit") {
-    for (int i = 0; i < 4; ++i) AcquireLease(c, "alice", "t1");
+  SECTION("the quota denies once held or used up, with reason, scope and "
+          "limit") {
+    std::vector<std::string> leases = {lease1};
+    for (int i = 0; i < 4; ++i) leases.push_back(AcquireLease(c, "alice", "t1"));
+    json held = Acquire(c, "alice", "t1");
+    CHECK(held["reason"] == "reserved");  // five open leases hold it
+    CHECK(held["held"] == 5);
+    for (const std::string& l : leases) {
+      CallOk(c, {{"op", "commit"}, {"lease", l}, {"tokens", 100}});
+    }
     json denied = Acquire(c, "alice", "t1", {{"id", "last"}});
     CHECK(denied["id"] == "last");
     CHECK(denied["granted"] == false);
-    CHECK(denied["reason"] == "quota_exhausted");
+    CHECK(denied["reason"] == "quota_exhausted");  // five settled spend it
     CHECK(denied["scope"] == "user:alice");
     CHECK(denied["limit"] == "q");
     CHECK(denied.contains("retry_after_ms"));
@@ -116,7 +126,8 @@ TEST_CASE("acquire, commit and cancel settle into status", "[integration]") {
     // A denial charges nothing.
     json status = CallOk(c, {{"op", "status"}, {"user", "alice"}});
     CHECK(FindLimit(status, "q")["used"] == 5);
-    CHECK(status["reserved"]["requests"] == 5);
+    CHECK(FindLimit(status, "q")["held"] == 0);
+    CHECK(status["reserved"]["requests"] == 0);
   }
 }
 

@@ -108,7 +108,7 @@ TEST_CASE("a peer of another uid is refused every admin op",
     CHECK(CtlErrorCodeOf(commit) == "forbidden");
     // alice's quota was not touched by the refused acquire.
     json status = CallOk(admin, {{"op", "status"}, {"user", "alice"}});
-    CHECK(status["limits"][0]["used"] == 1);
+    CHECK(status["limits"][0]["held"] == 1);
   }
 }
 

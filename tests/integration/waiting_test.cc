@@ -367,7 +367,9 @@ TEST_CASE("a waiter against a spent total usd cap is answered at once",
   SetPrice(c, "m", 1, 1);
   SetPolicy(c, "user:u", R"([{"name":"cap","resource":"usd",
       "algorithm":"quota","limit":0.001,"period":"total"}])");
-  AcquireLease(c, "u", "t", {{"model", "m"}, {"tokens", 1000}});
+  CallOk(c, {{"op", "commit"},
+             {"lease", AcquireLease(c, "u", "t", {{"model", "m"}, {"tokens", 1000}})},
+             {"tokens", 1000}});  // spent, not held
   json request = AcquireLine("w", "u", "t", 2000);
   request["model"] = "m";
   request["tokens"] = 1;

@@ -17,7 +17,8 @@ from .client import RETRY_AFTER_SEND, Client, Lease, default_socket_path
 from .errors import (BadJson, BadRequest, BrakeError, BreakerOpen,
                      ConcurrencyLimited, CostCap, Denied, Error, Forbidden,
                      Internal, LineTooLong, QueueFull, QuotaExhausted,
-                     RateLimited, TooLarge, TooManyConnections, Unavailable,
+                     RateLimited, Reserved, TooLarge, TooManyConnections,
+                     Unavailable,
                      UnknownLease, UnknownOp, Unreachable, WaitTimedOut,
                      denied_from_reply, error_from_reply)
 from .fingerprint import canonical_json, fingerprint
@@ -28,7 +29,7 @@ __all__ = [
     "Client", "Lease", "AsyncClient", "AsyncLease", "default_socket_path",
     "RETRY_AFTER_SEND", "fingerprint", "canonical_json",
     "Usage", "UsageTally", "usage_of",
-    "Error", "Denied", "RateLimited", "QuotaExhausted", "CostCap",
+    "Error", "Denied", "RateLimited", "QuotaExhausted", "CostCap", "Reserved",
     "BreakerOpen", "ConcurrencyLimited", "QueueFull", "WaitTimedOut",
     "TooLarge", "BrakeError", "BadJson", "BadRequest", "UnknownOp",
     "LineTooLong", "UnknownLease", "Forbidden", "Internal",

@@ -29,7 +29,8 @@ class Denied(Error):
 
     Attributes mirror the reply: ``reason`` (``rate_limited``,
     ``quota_exhausted``, ``cost_cap``, ``breaker_open``, ``concurrency``,
-    ``queue_full``, ``timeout``, ``too_large``), ``scope`` (``user:alice``),
+    ``queue_full``, ``timeout``, ``too_large``, ``reserved``), ``scope``
+    (``user:alice``),
     ``limit`` (the limit's name, ``"breaker"`` for breakers), ``cause`` (for
     ``breaker_open``: ``loop``, ``slow_calls``, ``errors``, ``spend_velocity``,
     ``throttled`` or ``manual``; else None), ``retry_after_ms`` (int, or None
@@ -76,7 +77,21 @@ class QuotaExhausted(Denied):
 
 
 class CostCap(Denied):
-    """``cost_cap``: the call's reserved usd would pass a usd quota."""
+    """``cost_cap``: the call's reserved usd would pass a usd quota, even if
+    every call in flight settled for nothing: the cap is spent until the
+    period resets (``retry_after_ms``)."""
+
+
+class Reserved(Denied):
+    """``reserved``: a quota or cost cap is held by calls in flight, not
+    spent: the request fits once they settle for less than they reserved.
+    ``held`` is what they hold (in the limit's resource) and
+    ``retry_after_ms`` a hint; an acquire with ``wait_ms`` waits for the
+    settlements instead of raising this."""
+
+    def __init__(self, reply: Dict[str, Any]):
+        super().__init__(reply)
+        self.held: Optional[float] = reply.get("held")
 
 
 class BreakerOpen(Denied):
@@ -106,7 +121,7 @@ _DENIED_BY_REASON: Dict[str, Type[Denied]] = {
     "rate_limited": RateLimited, "quota_exhausted": QuotaExhausted,
     "cost_cap": CostCap, "breaker_open": BreakerOpen,
     "concurrency": ConcurrencyLimited, "queue_full": QueueFull,
-    "timeout": WaitTimedOut, "too_large": TooLarge}
+    "timeout": WaitTimedOut, "too_large": TooLarge, "reserved": Reserved}
 
 
 def denied_from_reply(reply: Dict[str, Any]) -> Denied:

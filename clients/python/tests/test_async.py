@@ -197,3 +197,34 @@ def test_an_abandoned_wait_that_is_granted_later_is_cancelled(
     status = asyncio.run(run())
     assert status["reserved"]["requests"] == 0, status
     assert status["spend"]["requests"] == 1, status
+
+
+def test_a_held_cap_raises_reserved_and_a_waiting_acquire_gets_it(
+        daemon: Any, name: Any) -> None:
+    user = name.of("u")
+
+    async def run() -> Any:
+        async with brake.AsyncClient(daemon.sock) as client:
+            await client.policy_set("user:" + user, limits=[{
+                "name": "cap", "resource": "tokens", "algorithm": "quota",
+                "limit": 1000, "period": "total"}])
+            big = await client.acquire(user, name.of("t"), tokens=900)
+            with pytest.raises(brake.Reserved) as held:
+                await client.acquire(user, name.of("t"), tokens=200)
+            waiting = asyncio.ensure_future(
+                client.acquire(user, name.of("t"), tokens=200, wait_ms=5000))
+            await _wait_for_waiters(client, user, 1)
+            started = time.monotonic()
+            await big.commit(tokens=100)  # settles low: 900 tokens free
+            lease = await waiting
+            took = time.monotonic() - started
+            await lease.commit(tokens=900)  # now 1,000 are spent
+            with pytest.raises(brake.QuotaExhausted):
+                await client.acquire(user, name.of("t"), tokens=1,
+                                     wait_ms=5000)
+            return held.value, took
+
+    held, took = asyncio.run(run())
+    assert held.reason == "reserved" and held.held == 900
+    assert held.retry_after_ms is not None
+    assert took < 2.0, took  # woken by the settlement, not the wait's end

@@ -35,7 +35,7 @@ def test_every_reason_and_code_has_its_type() -> None:
                "cost_cap": brake.CostCap, "breaker_open": brake.BreakerOpen,
                "concurrency": brake.ConcurrencyLimited,
                "queue_full": brake.QueueFull, "timeout": brake.WaitTimedOut,
-               "too_large": brake.TooLarge}
+               "too_large": brake.TooLarge, "reserved": brake.Reserved}
     for reason, cls in reasons.items():
         d = brake.denied_from_reply({"granted": False, "reason": reason,
                                      "retry_after_ms": None})

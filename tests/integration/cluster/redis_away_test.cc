@@ -1,11 +1,14 @@
-// Redis killed under load: every acquire is answered within 50 ms (from the
-// slice the daemon holds, else `unavailable` with on_unavailable closed, or
-// from the local share with local); nothing hangs. Redis started again
+// Redis killed under load: while it is away no daemon holds a request for a
+// store call (its held_requests counter stands still, its link is down), so
+// every acquire is answered from what the daemon holds (its slice, else
+// `unavailable` with on_unavailable closed, or the local share with local);
+// nothing hangs. Redis started again
 // (with its append-only file): service is back within 2 s, the spend Redis
 // holds equals every commit made (nothing counted twice, nothing lost), and
 // no cap was passed.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,9 +31,30 @@ json AwayPolicies() {
 
 struct Outage {
   int64_t killed_ms = 0;
+  int64_t seen_down_ms = 0;  // every daemon's link was down by then
   int64_t restarted_ms = 0;
   std::vector<Answer> answers;
+  // Each daemon's cluster.status held_requests when its link was seen down,
+  // and just before Redis came back.
+  std::vector<uint64_t> held_down, held_back;
 };
+
+// Each daemon's cluster.status, or nullopt when one's link is still up.
+std::optional<std::vector<json>> StatusesWhileDown(ClusterFixture& cluster) {
+  std::vector<json> out;
+  for (size_t d = 0; d < cluster.size(); ++d) {
+    json s = cluster.Connect(d).Call({{"op", "cluster.status"}});
+    if (s.value("link", "") != "down") return std::nullopt;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<uint64_t> HeldRequests(const std::vector<json>& statuses) {
+  std::vector<uint64_t> held;
+  for (const json& s : statuses) held.push_back(s["held_requests"]);
+  return held;
+}
 
 // Load for a second, Redis away for 1.5 s, back for 2.5 s.
 Outage RunOutage(ClusterFixture& cluster, Load& load) {
@@ -38,7 +62,15 @@ Outage RunOutage(ClusterFixture& cluster, Load& load) {
   SleepMs(1000);
   o.killed_ms = MonoMs();
   cluster.redis().Kill9();
-  SleepMs(1500);
+  std::optional<std::vector<json>> down;
+  REQUIRE(PollUntil([&] { return (down = StatusesWhileDown(cluster)).has_value(); },
+                    1000));
+  o.seen_down_ms = MonoMs();
+  o.held_down = HeldRequests(*down);
+  SleepMs(std::max<int64_t>(0, o.killed_ms + 1500 - MonoMs()));
+  down = StatusesWhileDown(cluster);
+  REQUIRE(down.has_value());
+  o.held_back = HeldRequests(*down);
   o.restarted_ms = MonoMs();
   REQUIRE(cluster.redis().Start());
   SleepMs(2500);
@@ -73,27 +105,29 @@ void CheckExact(ClusterFixture& cluster, const Load& load, const Outage& o,
   REQUIRE(PollUntil(exact, 10000));
 }
 
-// Every acquire sent while Redis was away answered at once, never waiting
-// for Redis (a call to it times out after 250 ms): none took 200 ms, and at
-// most 1% took over 50 ms (the machine's scheduling, with other tests
-// running beside this one, not a wait). Those not granted answered
-// `allowed_error`. Returns how many were granted then.
+// While every link was down no daemon held a request for Redis: its
+// held_requests counter stood still, so each acquire sent then was answered
+// from what the daemon held, never after a store call. The wall clock only
+// catches a hang (a second: four call timeouts), not scheduling on a loaded
+// machine. Those not granted answered `allowed_error`. Returns how many were
+// granted then.
 int64_t CheckAnswersWhileAway(const Outage& o, const std::string& allowed_error,
                               int64_t* refused) {
-  int64_t granted = 0, slow = 0, stuck = 0, other = 0, sent = 0;
+  CHECK(o.held_back == o.held_down);
+  int64_t granted = 0, slow = 0, hung = 0, other = 0, sent = 0;
   *refused = 0;
   for (const Answer& a : o.answers) {
-    if (a.sent_ms < o.killed_ms || a.sent_ms >= o.restarted_ms) continue;
+    if (a.sent_ms < o.seen_down_ms || a.sent_ms >= o.restarted_ms) continue;
     ++sent;
     if (a.latency_ms > 50) ++slow;
-    if (a.latency_ms >= 200) ++stuck;
+    if (a.latency_ms >= 1000) ++hung;
     if (a.granted) ++granted;
     else if (!a.error.empty() && a.error != allowed_error) ++other;
     else if (a.error == allowed_error) ++*refused;
   }
   INFO("answers while away: " << sent << ", over 50 ms: " << slow);
-  CHECK(stuck == 0);
-  CHECK(slow * 100 <= sent);
+  CHECK(sent > 0);
+  CHECK(hung == 0);
   CHECK(other == 0);
   return granted;
 }
