@@ -123,6 +123,10 @@ void Cluster::Call(Share* share, const ShareCall& call, int64_t now_us) {
   }
   args.push_back(call.seq);
   args.push_back(call.resolve);
+  if (script == kCapScript) {
+    args.push_back(std::to_string(call.spent));
+    args.push_back(call.whole ? "1" : "0");
+  }
   if (call.back > 0) ++counters_.give_backs;
   const bool sent = link_.Eval(
       script, {share->key()}, args, now_us,
@@ -146,6 +150,7 @@ void Cluster::OnAnswer(const std::string& key, const redisReply* reply) {
       r.other_nodes = Element(reply, 2);
       r.wait_us = Element(reply, 3);
       r.resolved = Element(reply, 4, -1);
+      r.spent = Element(reply, 5, -1);
       if (r.granted > 0) ++counters_.refills;
       share->Finish(r, now_us_(), shares_.tuning());
     } else {

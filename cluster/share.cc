@@ -29,6 +29,8 @@ bool Share::Wants(int64_t now_us, const ShareTuning& t) const {
   if (unknown_ || recount_ || unreported_ > 0 || slice_.debt() > 0) {
     return true;
   }
+  // Spent is news others need when the cap looks used up.
+  if (spent_unreported_ != 0 && (remaining_ <= 0 || dry(now_us))) return true;
   const int64_t available = slice_.available();
   if (closed()) return available > 0;
   if (short_ > 0 && !dry(now_us)) return true;
@@ -58,10 +60,18 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
   sent_.slice_debt = slice_.debt();
   sent_.unreported = unreported_;
   call.debt = sat::SatAdd(sent_.slice_debt, unreported_);
+  sent_.spent = call.spent = spent_unreported_;
   recount_ = false;
   const bool idle = give_all || closed() || now_us - last_use_us_ > t.idle_us;
   if (idle) {
     call.back = slice_.GiveBack(0);
+  } else if (starved_ && short_max_ > 0 && !dry(now_us)) {
+    // Units scattered over daemons' slices may each be too few for the
+    // request: give them back and ask for it whole, so that they come
+    // together on one daemon rather than stay stranded on all.
+    call.back = slice_.GiveBack(0);
+    call.ask = short_max_;
+    call.whole = true;
   } else if (!dry(now_us)) {
     const int64_t available = slice_.available();
     const double demand = demand_per_s(now_us);
@@ -77,6 +87,7 @@ ShareCall Share::Begin(int64_t now_us, const ShareTuning& t, std::string seq,
     if (call.ask < 0) call.ask = 0;
   }
   call.held = slice_.available();
+  sent_.short_max = short_max_;
   short_ = short_max_ = 0;
   sent_.ask = call.ask;
   sent_.back = call.back;
@@ -88,6 +99,7 @@ void Share::Applied(const Sent& call, int64_t granted, const ShareTuning& t) {
                                     call.slice_debt),
                         sat::SatAdd(call.at_us, t.ttl_us)});
   unreported_ = std::max<int64_t>(0, unreported_ - call.unreported);
+  spent_unreported_ = sat::SatSub(spent_unreported_, call.spent);
 }
 
 void Share::Finish(const ShareReply& reply, int64_t now_us,
@@ -104,8 +116,11 @@ void Share::Finish(const ShareReply& reply, int64_t now_us,
   }
   Applied(sent_, reply.granted, t);
   remaining_ = reply.remaining;
+  if (reply.spent >= 0) spent_seen_ = reply.spent;
   nodes_ = 1 + std::max<int64_t>(0, reply.other_nodes);
   if (sent_.resolve_only) return;
+  starved_ = kind_ == ShareKind::kCap && reply.granted < sent_.ask &&
+             sent_.short_max > slice_.available();
   if (reply.granted < sent_.ask) {
     const int64_t wait = kind_ == ShareKind::kBucket
                              ? std::max<int64_t>(reply.wait_us, 1000)
@@ -120,7 +135,7 @@ void Share::Fail() {
   in_flight_ = false;
   if (sent_.resolve_only) return;  // the call to resolve stays unknown
   if (sent_.ask > 0 || sent_.slice_debt > 0 || sent_.unreported > 0 ||
-      sent_.back > 0) {
+      sent_.back > 0 || sent_.spent != 0) {
     unknown_ = sent_;
   }
 }

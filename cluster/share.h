@@ -13,10 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include "cluster/slice.h"
+#include "common/sat_math.h"
 
 namespace brake::cluster {
 
@@ -41,6 +43,8 @@ struct ShareCall {
                      // share while Redis was away: Redis counts them now
   int64_t back = 0;  // unused units given back (already gone locally)
   int64_t held = 0;  // what stays held, unused, after giving back
+  int64_t spent = 0;  // a cap: what leases settled since the last call
+  bool whole = false;  // a cap: all of ask or nothing
   std::string seq;
   std::string resolve;  // "" when no call's outcome is unknown
 };
@@ -53,6 +57,7 @@ struct ShareReply {
   int64_t wait_us = 0;    // a bucket: until its next whole token
   int64_t resolved = -1;  // what the call `resolve` named was granted, or
                           // -1: Redis never applied it
+  int64_t spent = -1;     // a cap: what all nodes' leases settled, or -1
 };
 
 // What a share's script call needs to know of its limit.
@@ -92,9 +97,21 @@ class Share {
   void Reset() {
     dry_until_us_ = 0;
     recount_ = true;
+    spent_seen_ = spent_unreported_ = 0;
   }
   // A settlement `delta` units off the reservation (see Slice::Settle).
   void Settle(int64_t delta) { slice_.Settle(delta); }
+  // A cap: this daemon's leases settled `units` more (negative: a refund),
+  // reported to Redis by the next call; due at once when the cap looked
+  // used up (others then tell spent from held by it).
+  void AddSpent(int64_t units) { spent_unreported_ = sat::SatAdd(spent_unreported_, units); }
+  // A cap: what all daemons' leases settled, as Redis last said plus what
+  // this one has not reported yet; the rest of what is counted is held.
+  int64_t spent() const { return sat::SatAdd(spent_seen_, spent_unreported_); }
+  // What slices and leases in flight hold, as Redis last said.
+  int64_t held_seen() const {
+    return std::max<int64_t>(0, limit_.limit - remaining_ - spent());
+  }
   // Limiters using the share (SharedLimiter opens and releases it): one
   // with none left is closed, gives back what it holds, and is forgotten.
   void Ref() { ++refs_; }
@@ -164,6 +181,9 @@ class Share {
   int64_t short_ = 0;      // units short since the last call began
   int64_t short_max_ = 0;  // the largest single request among them
   int64_t dry_until_us_ = 0;
+  // A cap's last call could not serve a short request: the next one gives
+  // the slice back and asks for the request whole.
+  bool starved_ = false;
   double demand_ = 0;       // units, decaying with a 1 s time constant
   int64_t demand_at_us_ = 0;
   int64_t last_use_us_ = 0;
@@ -176,6 +196,8 @@ class Share {
     int64_t slice_debt = 0;  // of its debt, what the slice owed
     int64_t unreported = 0;  // and what local grants added
     int64_t back = 0;
+    int64_t spent = 0;
+    int64_t short_max = 0;  // the largest request it was for
     bool resolve_only = false;
   };
   // Applies a call Redis applied, which granted `granted`.
@@ -183,6 +205,8 @@ class Share {
   Sent sent_;                    // the call in flight
   std::optional<Sent> unknown_;  // a call that got no answer
   int64_t unreported_ = 0;
+  int64_t spent_seen_ = 0;        // a cap's spent as Redis last said
+  int64_t spent_unreported_ = 0;  // settled here since the last call
   uint64_t local_grants_ = 0;
   bool recount_ = false;
   bool contacted_ = false;  // Redis has answered at least once

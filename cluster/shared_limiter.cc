@@ -128,13 +128,24 @@ Decision SharedLimiter::Check(int64_t amount, int64_t now_us) {
   Roll(now_us);
   if (share_->available() >= amount) return d;
   if (share_->dry(now_us)) {
+    const int64_t recheck_us = share_->dry_until_us() - now_us;
+    if (spec_->algorithm == Algorithm::kQuota) {
+      // Redis had nothing to give: spent across the cluster, or held by
+      // slices and leases in flight (here or on other daemons), which
+      // come back as they settle and are given back.
+      if (sat::SatAdd(share_->spent(), amount) <= spec_->limit) {
+        return Decision{Verdict::kHeld, recheck_us, share_->held_seen()};
+      }
+      return Decision{Verdict::kDeny, local_->Usage(now_us).resets_in_us,
+                      share_->held_seen()};
+    }
     if (!IsBucket(*spec_) && share_->remaining_seen() <= 0 &&
         share_->nodes_seen() <= 1) {
       // Nothing is left and no other daemon holds a slice that it could
-      // give back: as on one node, until the period ends.
+      // give back: as on one node, until the window ends.
       return Decision{Verdict::kDeny, local_->Usage(now_us).resets_in_us};
     }
-    return Decision{Verdict::kDeny, share_->dry_until_us() - now_us};
+    return Decision{Verdict::kDeny, recheck_us};
   }
   share_->MarkShort(amount, now_us);
   shares_->NoteShort(share_);
@@ -152,10 +163,23 @@ void SharedLimiter::Charge(int64_t amount, int64_t now_us) {
   }
 }
 
+int64_t SharedLimiter::SpentHere(int64_t now_us) {
+  return spec_->algorithm == Algorithm::kQuota ? local_->Usage(now_us).used : 0;
+}
+
+void SharedLimiter::NoteSpent(int64_t before, int64_t now_us) {
+  const int64_t delta = SpentHere(now_us) - before;
+  if (delta == 0) return;
+  share_->AddSpent(delta);
+  if (share_->Wants(now_us, shares_->tuning())) shares_->NoteDue(share_);
+}
+
 void SharedLimiter::Settle(int64_t delta, int64_t charged_at_us,
                            int64_t now_us) {
+  const int64_t spent = SpentHere(now_us);
   local_->Settle(delta, charged_at_us, now_us);
   Roll(now_us);
+  NoteSpent(spent, now_us);
   if (delta > 0) {
     share_->Settle(delta);  // to the current period, as a quota does
     if (share_->slice().debt() > 0) shares_->NoteDue(share_);
@@ -166,7 +190,10 @@ void SharedLimiter::Settle(int64_t delta, int64_t charged_at_us,
 
 void SharedLimiter::Release(int64_t amount, int64_t charged_at_us,
                             int64_t now_us) {
+  const int64_t spent = SpentHere(now_us);
   local_->Release(amount, charged_at_us, now_us);
+  Roll(now_us);
+  NoteSpent(spent, now_us);
 }
 
 void SharedLimiter::Hold(int64_t amount, int64_t charged_at_us,

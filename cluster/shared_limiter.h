@@ -7,7 +7,10 @@
 // limiter refuses and marks the share short; the daemon then holds the
 // request until Redis answers and decides it again (Shares::TakeShort).
 // When Redis had nothing left a moment ago (the share is dry), the refusal
-// is the answer, with when to retry.
+// is the answer, with when to retry; for a quota, held (kHeld) while what
+// all daemons' leases settled (the share's spent, which settlements here
+// report) leaves room for the request, spent (kDeny until the period ends)
+// once it does not.
 //
 // Shared: quotas, fixed windows (a cap per period or window, in cap.lua)
 // and token buckets (bucket.lua). Other algorithms, shadow limits and limits
@@ -70,6 +73,10 @@ class SharedLimiter final : public Limiter {
   // Moves the share to the key of the period holding `now_us`.
   void Roll(int64_t now_us);
   ShareLimit LimitFor(int64_t period_start_us) const;
+  // A quota's settled units here (its local view), to report what a
+  // settlement spent to the share; 0 for other limits.
+  int64_t SpentHere(int64_t now_us);
+  void NoteSpent(int64_t before, int64_t now_us);
 
   std::unique_ptr<Limiter> local_;
   cluster::Shares* shares_;

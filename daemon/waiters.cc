@@ -100,8 +100,10 @@ void Waiters::CountLimitHit() {
 std::optional<Reason> Waiters::Admission(const Waiter& w, int64_t wait_ms) {
   auto n = bound_count_.find(w.bound_key);
   int64_t ahead = n == bound_count_.end() ? 0 : n->second - 1;  // not itself
-  int64_t retry = w.retry_at_us == kNever ? kNever
-                                          : w.retry_at_us - w.enqueued_us;
+  // Held room may come back before the hint: no reason to refuse now.
+  int64_t retry = w.retry_at_us == kNever || w.last.reason == Reason::kReserved
+                      ? kNever
+                      : w.retry_at_us - w.enqueued_us;
   const HeldDenial& d = w.last;
   const LimitSpec* spec = engine_->FindLimit(d.scope, d.limit);
   if (spec != nullptr && spec->algorithm == Algorithm::kLeakyBucket) {
@@ -126,9 +128,9 @@ Reason Waiters::Beyond(const HeldDenial& d) {
 }
 
 int64_t Waiters::RetryAfter(const Waiter& w, int64_t now_us) {
-  if (w.retry_at_us != kNever) return std::max<int64_t>(0, w.retry_at_us - now_us);
   // Held room: the last refusal's hint.
   if (w.last.reason == Reason::kReserved) return w.last.retry_after_us;
+  if (w.retry_at_us != kNever) return std::max<int64_t>(0, w.retry_at_us - now_us);
   return kNever;
 }
 
@@ -142,11 +144,10 @@ void Waiters::Bind(Waiter& w, const Denial& why, int64_t now_us) {
                       : d.scope;
     ++bound_count_[w.bound_key];
   }
-  // Room held by leases comes back when one settles, which wakes every
-  // waiter (Poke); the hint is no time to wait for.
-  w.retry_at_us = d.retry_after_us == kNever || d.reason == Reason::kReserved
-                      ? kNever
-                      : now_us + d.retry_after_us;
+  // Room held by leases here comes back when one settles, which wakes
+  // every waiter (Poke); held elsewhere (cluster mode) it is asked for
+  // again at the hint. Neither is a time to give up at.
+  w.retry_at_us = d.retry_after_us == kNever ? kNever : now_us + d.retry_after_us;
 }
 
 void Waiters::Unbind(const Waiter& w) {
@@ -228,7 +229,8 @@ void Waiters::Wake() {
   std::vector<uint64_t> expired;
   for (const auto& [id, w] : waiters_) {
     if (now >= w.deadline_us ||
-        (w.retry_at_us != kNever && w.retry_at_us > w.deadline_us)) {
+        (w.retry_at_us != kNever && w.retry_at_us > w.deadline_us &&
+         w.last.reason != Reason::kReserved)) {
       expired.push_back(id);
     }
   }

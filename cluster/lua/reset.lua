@@ -37,6 +37,6 @@ for f, v in pairs(values) do
   end
 end
 if redis.call('EXISTS', key) == 1 then
-  redis.call('HSET', key, 'used', string.format('%d', held))
+  redis.call('HSET', key, 'used', string.format('%d', held), 'spent', '0')
 end
 return held

@@ -25,7 +25,9 @@ const ShareTuning kTuning;
 ShareReply CapAnswer(const ShareCall& call, int64_t* left, int64_t others = 0) {
   *left += call.back - call.debt;
   ShareReply r;
-  r.granted = std::min(call.ask, std::max<int64_t>(0, *left));
+  r.granted = call.whole && call.ask > *left
+                  ? 0
+                  : std::min(call.ask, std::max<int64_t>(0, *left));
   *left -= r.granted;
   r.remaining = *left;
   r.other_nodes = others;
@@ -112,6 +114,42 @@ TEST_CASE("share: a settlement past the slice is a debt the next call pays",
   s.Finish(CapAnswer(pay, &left), kT0, kTuning);
   CHECK(s.slice().debt() == 0);
   CHECK(left == 10'000 - held - 250 - (s.slice().held() - held - 250));
+}
+
+TEST_CASE("share: a cap that could not serve a request gives its slice "
+          "back and asks for the request whole", "[share]") {
+  Share s("k", ShareKind::kCap, 1'000);
+  s.Ref();
+  int64_t left = 100;  // the rest is in other daemons' slices
+  s.MarkShort(300, kT0);
+  ShareCall first = s.Begin(kT0, kTuning, "c1");
+  CHECK_FALSE(first.whole);
+  s.Finish(CapAnswer(first, &left), kT0, kTuning);
+  CHECK(s.available() == 100);  // too few for the request
+  CHECK(s.dry(kT0));
+
+  const int64_t later = kT0 + kTuning.dry_recheck_us;
+  s.MarkShort(300, later);
+  ShareCall whole = s.Begin(later, kTuning, "c2");
+  CHECK(whole.whole);
+  CHECK(whole.back == 100);
+  CHECK(whole.ask == 300);
+  s.Finish(CapAnswer(whole, &left), later, kTuning);
+  CHECK(s.available() == 0);  // nothing: the 100 wait in Redis for another
+  CHECK(left == 100);
+
+  // Another daemon gave 250 back meanwhile: now it comes whole.
+  left += 250;
+  const int64_t again = later + kTuning.dry_recheck_us;
+  s.MarkShort(300, again);
+  ShareCall third = s.Begin(again, kTuning, "c3");
+  CHECK(third.whole);
+  s.Finish(CapAnswer(third, &left), again, kTuning);
+  CHECK(s.available() == 300);
+  CHECK(s.Take(300, again));
+  // Served: the next call asks as usual.
+  s.MarkShort(10, again);
+  CHECK_FALSE(s.Begin(again, kTuning, "c4").whole);
 }
 
 TEST_CASE("share: near the end each node asks for a fair share", "[share]") {
@@ -242,9 +280,14 @@ TEST_CASE("share: a local bucket refills at its part of the rate",
 struct ClusterEngine {
   Shares shares;
   Engine engine{"L", engine_test::kTtlUs};
-  int64_t left = 0;
+  int64_t left = 0;    // Redis's cap: what is left, and what was settled,
+  int64_t spent = 0;   // unless `redis` names another daemon's
+  int64_t others = 0;  // daemons holding a slice besides this one
+  ClusterEngine* redis = this;
 
-  explicit ClusterEngine(int64_t cap) : left(cap) {
+  // A daemon of its own Redis holding `cap`, or of `shared`'s.
+  explicit ClusterEngine(int64_t cap, ClusterEngine* shared = nullptr)
+      : left(cap), redis(shared != nullptr ? shared : this) {
     engine.set_limiter_maker(
         [this](const std::string& scope, SpecRef spec, int64_t now_us) {
           return MakeClusterLimiter(&shares, "p:", scope, std::move(spec),
@@ -257,7 +300,10 @@ struct ClusterEngine {
     shares.Due(now_us, true, &due);
     for (Share* s : due) {
       ShareCall c = s->Begin(now_us, shares.tuning(), "c");
-      s->Finish(CapAnswer(c, &left), now_us, shares.tuning());
+      ShareReply r = CapAnswer(c, &redis->left, others);
+      redis->spent += c.spent;
+      r.spent = redis->spent;
+      s->Finish(r, now_us, shares.tuning());
     }
   }
 };
@@ -291,6 +337,49 @@ TEST_CASE("shared limiter: refuses while short, admits from the slice",
   CHECK(c.left == 0);
   Deny(c.engine, Req("alice", "t3", 1), kT0);
   CHECK(c.left >= 0);
+}
+
+TEST_CASE("shared limiter: a cap held on another daemon is reserved, one "
+          "spent across daemons is spent", "[share]") {
+  using namespace engine_test;
+  ClusterEngine a(1'000);
+  ClusterEngine b(0, &a);
+  a.others = b.others = 1;
+  for (ClusterEngine* d : {&a, &b}) {
+    d->engine.SetPolicy("user:*", MakePolicy({QuotaSpec(
+                                      "tok", Resource::kTokens, 1'000,
+                                      Period::kTotal)}));
+  }
+  // Daemon a holds 900 in a lease; b's 200 finds Redis with too little.
+  Deny(a.engine, Req("alice", "t1", 900), kT0);
+  a.Answer(kT0);
+  const std::string big = Grant(a.engine, Req("alice", "t1", 900), kT0);
+  Deny(b.engine, Req("alice", "t2", 200), kT0);
+  REQUIRE(b.shares.TakeShort());
+  b.Answer(kT0);
+  HeldDenial held = Deny(b.engine, Req("alice", "t2", 200), kT0 + 1);
+  CHECK(held.reason == Reason::kReserved);
+  CHECK(held.held >= 800);  // a's lease, and what a's slice holds unused
+  CHECK(held.retry_after_us > 0);
+  CHECK(held.retry_after_us <= kTuning.dry_recheck_us);
+
+  // a settles at 100 and, idle, gives its slice back with what it spent.
+  Commit(a.engine, big, 100, kT0 + 2);
+  const int64_t idle = kT0 + kTuning.idle_us + 10;
+  a.Answer(idle);
+  CHECK(a.spent == 100);
+  Deny(b.engine, Req("alice", "t2", 200), idle);  // dry no longer: asks
+  b.Answer(idle);
+  const std::string second = Grant(b.engine, Req("alice", "t2", 200), idle);
+  Commit(b.engine, second, 200, idle);
+
+  // 300 settled across the two: 800 more can never fit, on either.
+  Deny(b.engine, Req("alice", "t3", 800), idle + 1);
+  b.Answer(idle + 1);
+  HeldDenial spent = Deny(b.engine, Req("alice", "t3", 800), idle + 2);
+  CHECK(spent.reason == Reason::kQuotaExhausted);
+  CHECK(spent.retry_after_us == kNever);  // a total quota
+  CHECK(a.spent == 300);
 }
 
 TEST_CASE("shared limiter: a token bucket is shared too", "[share]") {

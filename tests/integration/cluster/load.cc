@@ -51,6 +51,26 @@ int64_t Load::Committed(const std::string& user) const {
 
 void Load::Run(size_t daemon, std::string user, std::atomic<bool>* stop,
                uint64_t seed) {
+  // An exception must not leave a thread (std::terminate would leave the
+  // daemons running and the test's output unread): it ends this client,
+  // recorded as an answer with an error the checks count.
+  const int64_t started_ms = MonoMs();
+  try {
+    Loop(daemon, user, stop, seed);
+  } catch (const std::exception& e) {
+    Answer a;
+    a.daemon = daemon;
+    a.user = user;
+    a.sent_ms = started_ms;
+    a.latency_ms = MonoMs() - started_ms;
+    a.error = std::string("harness: ") + e.what();
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_.push_back(std::move(a));
+  }
+}
+
+void Load::Loop(size_t daemon, const std::string& user, std::atomic<bool>* stop,
+                uint64_t seed) {
   std::mt19937_64 rng(seed);
   Client c = cluster_.Connect(daemon);
   int n = 0;

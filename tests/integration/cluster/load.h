@@ -47,6 +47,8 @@ class Load {
  private:
   void Run(size_t daemon, std::string user, std::atomic<bool>* stop,
            uint64_t seed);
+  void Loop(size_t daemon, const std::string& user, std::atomic<bool>* stop,
+            uint64_t seed);
 
   ClusterFixture& cluster_;
   int64_t tokens_;

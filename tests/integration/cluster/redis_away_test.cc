@@ -138,6 +138,8 @@ void CheckBack(const Outage& o, size_t daemons) {
   std::vector<int64_t> grants_after(daemons, 0);
   int64_t late_unavailable = 0;
   for (const Answer& a : o.answers) {
+    INFO(a.error);
+    CHECK(a.error.rfind("harness", 0) != 0);  // a client's call failed
     if (a.sent_ms < o.restarted_ms + 2000) continue;
     if (a.error == "unavailable") ++late_unavailable;
     if (a.granted) ++grants_after[a.daemon];
