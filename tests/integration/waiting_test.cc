@@ -81,7 +81,7 @@ TEST_CASE(
   CHECK(refused["scope"] == "user:w");
   REQUIRE(refused["retry_after_ms"].is_number_integer());
   CHECK(refused["retry_after_ms"].get<int64_t>() > 500);
-  CHECK(late_ms < 150);  // at once, far below its 500 ms
+  CHECK(late_ms < 400);  // at once, not after its 500 ms
 
   std::map<std::string, int64_t> waited;  // id -> waited_ms
   auto record = [&](const json& r) {
@@ -200,7 +200,7 @@ TEST_CASE(
     CHECK(full["granted"] == false);
     CHECK(full["reason"] == "queue_full");
     CHECK(full["scope"] == "user:q");
-    CHECK(elapsed < 150);
+    CHECK(elapsed < 1000);  // at once, not after its 3 s
     // A release serves the first waiter; the queue has room again.
     CallOk(admin, {{"op", "commit"}, {"lease", lease}, {"tokens", 1}});
     json first = ReadJson(w);
@@ -224,7 +224,7 @@ TEST_CASE(
     CHECK(full["granted"] == false);
     CHECK(full["reason"] == "queue_full");
     CHECK(full["scope"] == "global");
-    CHECK(elapsed < 150);
+    CHECK(elapsed < 1000);  // at once, not after its 3 s
   }
 }
 
@@ -288,8 +288,8 @@ TEST_CASE("a waiting acquire does not block other requests on its connection",
   CHECK(status["ok"] == true);
   CHECK(other["id"] == "other");
   CHECK(other["granted"] == true);
-  CHECK(ping_ms < 200);
-  CHECK(others_ms < 200);
+  CHECK(ping_ms < 500);  // before the waiter's second, not after it
+  CHECK(others_ms < 500);
   INFO("slow: " << slow.dump());
   CHECK(slow["id"] == "slow");
   CHECK(slow["granted"] == true);
@@ -348,7 +348,7 @@ TEST_CASE("a waiter is woken by a cancel and by a lease expiring",
   json granted = ReadJson(waiter, 3000);
   INFO("reply: " << granted.dump());
   REQUIRE(granted["granted"] == true);
-  CHECK(MonoMs() - cancelled_at < 100);
+  CHECK(MonoMs() - cancelled_at < 1000);  // woken, not timed out at 3 s
   // Nobody settles that lease: it expires after lease_ttl_ms and frees the
   // slot for the next waiter.
   const int64_t granted_at = MonoMs();
@@ -376,7 +376,7 @@ TEST_CASE("a waiter against a spent total usd cap is answered at once",
   const int64_t sent = MonoMs();
   json denied = c.Call(request);
   INFO("reply: " << denied.dump());
-  CHECK(MonoMs() - sent < 150);
+  CHECK(MonoMs() - sent < 1000);  // at once, not after its 2 s
   CHECK(denied["granted"] == false);
   CHECK(denied["reason"] == "cost_cap");
   CHECK(denied["scope"] == "user:u");
