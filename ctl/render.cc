@@ -139,14 +139,15 @@ void RenderStatus(const json&, const json& reply, std::ostream& out) {
   const json& limits = Member(reply, "limits");
   if (limits.is_array() && !limits.empty()) {
     Table table({"SCOPE", "NAME", "RESOURCE", "ALGORITHM", "LIMIT", "USED",
-                 "REMAINING", "RESETS_IN"});
+                 "HELD", "REMAINING", "RESETS_IN"});
     for (const json& l : limits) {
       std::string name = FormatField(l, "name");
       const json& shadow = Member(l, "shadow");
       if (shadow.is_boolean() && shadow.get<bool>()) name += "(shadow)";
       table.AddRow({FormatField(l, "scope"), name, FormatField(l, "resource"),
                     FormatField(l, "algorithm"), FormatField(l, "limit"),
-                    FormatField(l, "used"), FormatField(l, "remaining"),
+                    FormatField(l, "used"), FormatField(l, "held"),
+                    FormatField(l, "remaining"),
                     FormatDurationField(l, "resets_in_ms")});
     }
     table.Render(out);

@@ -92,10 +92,10 @@ TEST_CASE("commit shows what was charged", "[ctl]") {
 TEST_CASE("status prints limits, spend, reservations and breakers", "[ctl]") {
   const char* reply = R"({"ok":true,"scope":"user:alice",
     "limits":[{"scope":"user:alice","name":"daily","resource":"usd",
-               "algorithm":"quota","limit":5.0,"used":1.23,"remaining":3.77,
-               "resets_in_ms":41000000},
+               "algorithm":"quota","limit":5.0,"used":1.23,"held":0.5,
+               "remaining":3.27,"resets_in_ms":41000000},
               {"scope":"user:*","name":"rpm","resource":"requests",
-               "algorithm":"fixed_window","limit":100,"used":57,
+               "algorithm":"fixed_window","limit":100,"used":57,"held":0,
                "remaining":43,"resets_in_ms":1200,"shadow":true},
               {"scope":"global","name":"rps","resource":"requests",
                "algorithm":"token_bucket","used":null}],
@@ -106,13 +106,13 @@ TEST_CASE("status prints limits, spend, reservations and breakers", "[ctl]") {
   CHECK(Render(RenderStatus, reply) ==
         "scope user:alice\n"
         "\n"
-        "SCOPE       NAME         RESOURCE  ALGORITHM     LIMIT  USED  "
+        "SCOPE       NAME         RESOURCE  ALGORITHM     LIMIT  USED  HELD  "
         "REMAINING  RESETS_IN\n"
-        "user:alice  daily        usd       quota             5  1.23  "
-        "     3.77  11h23m20s\n"
-        "user:*      rpm(shadow)  requests  fixed_window    100    57  "
+        "user:alice  daily        usd       quota             5  1.23   0.5  "
+        "     3.27  11h23m20s\n"
+        "user:*      rpm(shadow)  requests  fixed_window    100    57     0  "
         "       43  1.2s\n"
-        "global      rps          requests  token_bucket      -     -  "
+        "global      rps          requests  token_bucket      -     -     -  "
         "        -  -\n"
         "\n"
         "spend     requests=57 tokens=12345 usd=1.23\n"
