@@ -26,7 +26,7 @@ function messages(i) {
 }
 
 test('40 streaming agents on a 1 usd cap: at least 95 % spent, never more, '
-     + 'no insufficient_quota while the cap is only held', async () => {
+     + 'no insufficient_quota while the cap is only held', async (t) => {
   const client = new OpenAI({ apiKey: 'bk-team-001', baseURL: `${f.brake.base}/v1`,
                               maxRetries: 0 });
   const answers = { ok: 0, reserved: 0, spent: [], other: [] };
@@ -58,6 +58,7 @@ test('40 streaming agents on a 1 usd cap: at least 95 % spent, never more, '
   const status = await f.brake.op({ op: 'status', user: 'team' });
   const cap = status.limits.find((l) => l.name === 'cap');
   const detail = JSON.stringify({ ok: answers.ok, spent: answers.spent.length, cap });
+  t.diagnostic(detail);
   assert.ok(status.spend.usd <= 1.0 + 1e-9, detail);
   assert.ok(status.spend.usd >= 0.95, detail);
   assert.equal(cap.held, 0, detail);
