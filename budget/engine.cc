@@ -409,9 +409,10 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
   if (worst_spec->algorithm == Algorithm::kQuota && !too_large) {
     // A cap says what it holds and what is left (neither spent nor held),
     // so a caller can tell how far off it is.
-    denial.held = worst_decision.held;
+    const LimitUsage usage = worst_limiter->Usage(now_us);
+    denial.held = usage.held;
     auto [slot, capacity] = SlotOf(worst_spec->resource, &out->remaining);
-    *slot = RemainingOf(*worst_limiter, *worst_spec, now_us, !make_limiter_);
+    *slot = usage.remaining;
     *capacity = Capacity(*worst_spec);
   }
   if (worst_decision.verdict == Verdict::kHeld) {

@@ -31,7 +31,7 @@ enum class Verdict {
   kTooLarge,  // can never be granted: larger than the limit's capacity
   // Not now, only because open leases hold room: it would fit were they
   // settled for nothing. retry_after_us is a hint (when one is expected to
-  // settle), held what they hold.
+  // settle); Usage().held says what they hold.
   kHeld,
 };
 
@@ -40,8 +40,7 @@ struct Decision {
   // For kDeny: the earliest delay after which the same Check would admit if
   // nothing else happened; kNever if it never would. 0 for kAdmit.
   int64_t retry_after_us = 0;
-  int64_t held = 0;  // for a quota's kDeny and kHeld: what open leases hold
-};
+};  // 16 bytes: returned in two registers on every check
 
 // What status reports for a limit, in resource units.
 struct LimitUsage {

@@ -58,9 +58,9 @@ Decision Quota::Check(int64_t amount, int64_t now_us) {
   if (fits(count_)) return {};
   if (held_ > 0 && fits(std::max<int64_t>(0, SatSub(count_, held_)))) {
     return {Verdict::kHeld,
-            release_avg_us_ > 0 ? release_avg_us_ : kFirstHintUs, held_};
+            release_avg_us_ > 0 ? release_avg_us_ : kFirstHintUs};
   }
-  return {Verdict::kDeny, UntilEnd(now_us), held_};
+  return {Verdict::kDeny, UntilEnd(now_us)};
 }
 
 void Quota::Charge(int64_t amount, int64_t now_us) {

@@ -30,8 +30,8 @@ class Quota final : public Limiter {
 
   // kTooLarge when amount > limit. When count + amount > limit (or amount
   // is 0 and nothing is left): kDeny until the period ends (kNever for
-  // total) when the spent part alone leaves no room for it, else kHeld; both
-  // with held; kHeld with a hint: the recent time from charge to release of this quota's
+  // total) when the spent part alone leaves no room for it, else kHeld with
+  // a hint: the recent time from charge to release of this quota's
   // leases (a second before any).
   Decision Check(int64_t amount, int64_t now_us) override;
   // A lease's reservation: counted, and held until its Release.

@@ -134,10 +134,9 @@ Decision SharedLimiter::Check(int64_t amount, int64_t now_us) {
       // slices and leases in flight (here or on other daemons), which
       // come back as they settle and are given back.
       if (sat::SatAdd(share_->spent(), amount) <= spec_->limit) {
-        return Decision{Verdict::kHeld, recheck_us, share_->held_seen()};
+        return Decision{Verdict::kHeld, recheck_us};
       }
-      return Decision{Verdict::kDeny, local_->Usage(now_us).resets_in_us,
-                      share_->held_seen()};
+      return Decision{Verdict::kDeny, local_->Usage(now_us).resets_in_us};
     }
     if (!IsBucket(*spec_) && share_->remaining_seen() <= 0 &&
         share_->nodes_seen() <= 1) {
@@ -208,6 +207,10 @@ LimitUsage SharedLimiter::Usage(int64_t now_us) {
       sat::SatAdd(share_->remaining_seen(), share_->available());
   if (cluster < u.remaining) {
     u.remaining = cluster;
+    // Held here, or (a quota) held across the cluster as Redis last said.
+    if (spec_->algorithm == Algorithm::kQuota) {
+      u.held = std::max(u.held, share_->held_seen());
+    }
     u.used = std::max<int64_t>(0, u.limit - cluster - u.held);
   }
   return u;
