@@ -398,34 +398,43 @@ BRAKE_STEP bool Engine::CheckLimits(const std::vector<Resident>& subjects,
     if (worst_decision.verdict == Verdict::kTooLarge) break;
   }
   if (worst == nullptr) return true;
-  const bool too_large = worst_decision.verdict == Verdict::kTooLarge;
+  Refuse(*worst->scope, *worst_spec, worst_limiter, worst_decision, now_us, out);
+  return false;
+}
+
+#undef BRAKE_STEP
+
+// The denial of the limit that binds hardest: out of line, so that the
+// decision's hot path (every limit admits) stays small.
+void Engine::Refuse(const std::string& scope, const LimitSpec& spec,
+                    Limiter* limiter, Decision decision, int64_t now_us,
+                    AcquireOutcome* out) {
+  const bool too_large = decision.verdict == Verdict::kTooLarge;
   Denial& denial = out->denial;
-  denial.reason = ReasonFor(*worst_spec, worst_decision.verdict);
-  denial.scope = *worst->scope;
-  denial.limit = worst_spec->name;
-  denial.retry_after_us = too_large ? kNever : worst_decision.retry_after_us;
-  denial.resource = worst_spec->resource;
+  denial.reason = ReasonFor(spec, decision.verdict);
+  denial.scope = scope;
+  denial.limit = spec.name;
+  denial.retry_after_us = too_large ? kNever : decision.retry_after_us;
+  denial.resource = spec.resource;
   denial.held = -1;
-  if (worst_spec->algorithm == Algorithm::kQuota && !too_large) {
+  if (spec.algorithm == Algorithm::kQuota && !too_large) {
     // A cap says what it holds and what is left (neither spent nor held),
     // so a caller can tell how far off it is.
-    const LimitUsage usage = worst_limiter->Usage(now_us);
+    const LimitUsage usage = limiter->Usage(now_us);
     denial.held = usage.held;
-    auto [slot, capacity] = SlotOf(worst_spec->resource, &out->remaining);
+    auto [slot, capacity] = SlotOf(spec.resource, &out->remaining);
     *slot = usage.remaining;
-    *capacity = Capacity(*worst_spec);
+    *capacity = Capacity(spec);
   }
-  if (worst_decision.verdict == Verdict::kHeld) {
+  if (decision.verdict == Verdict::kHeld) {
+    // Its leases expire no later than the earliest lease does.
     const int64_t expiry = leases_.NextExpiryUs();
     if (expiry != kNever) {
       denial.retry_after_us = std::min(denial.retry_after_us,
                                        std::max<int64_t>(0, expiry - now_us));
     }
   }
-  return false;
 }
-
-#undef BRAKE_STEP
 
 // Opens the lease, charges every limit CheckLimits admitted under, and
 // reserves `want` on each subject (scratch_subjects_, UseRequestSubjects'

@@ -182,6 +182,10 @@ class Engine {
   Status Estimate(const AcquireRequest& req, Totals* want) const;
   bool CheckLimits(const std::vector<Resident>& subjects, const Totals& want,
                    int64_t now_us, AcquireOutcome* out, size_t* limit_count);
+  [[gnu::noinline, gnu::cold]] void Refuse(const std::string& scope,
+                                           const LimitSpec& spec,
+                                           Limiter* limiter, Decision decision,
+                                           int64_t now_us, AcquireOutcome* out);
   Status PriceUnnamed(const AcquireRequest& req, int64_t now_us, Totals* want,
                       std::string_view* model);
   Status Grant(const AcquireRequest& req, std::string_view model,
