@@ -113,6 +113,8 @@ void RenderAcquire(const json&, const json& reply, std::ostream& out) {
                                                            "retry_after_ms")});
     if (reply.contains("cause"))
       table.AddRow({"cause", FormatField(reply, "cause")});
+    if (reply.contains("held"))  // a quota's: what calls in flight hold
+      table.AddRow({"held", FormatField(reply, "held")});
   }
   if (reply.contains("remaining")) {
     table.AddRow({"remaining", FormatInline(Member(reply, "remaining"))});

@@ -77,6 +77,20 @@ TEST_CASE("a denied acquire says why, where and when to retry", "[ctl]") {
         "shadow       limit=x scope=user:a\n");
 }
 
+TEST_CASE("a cap held by calls in flight shows what they hold", "[ctl]") {
+  CHECK(Render(RenderAcquire,
+               R"({"ok":true,"granted":false,"reason":"reserved",
+                   "scope":"user:a","limit":"daily","held":0.9,
+                   "remaining":{"usd":0.1},"capacity":{"usd":1.0},
+                   "retry_after_ms":1200})") ==
+        "denied       reserved\n"
+        "scope        user:a\n"
+        "limit        daily\n"
+        "retry_after  1.2s\n"
+        "held         0.9\n"
+        "remaining    usd=0.1\n");
+}
+
 TEST_CASE("commit shows what was charged", "[ctl]") {
   CHECK(Render(RenderCommit,
                R"({"ok":true,"charged_tokens":1350,"charged_usd":0.0123})") ==
