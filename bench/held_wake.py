@@ -13,34 +13,11 @@ Usage: bench/held_wake.py --build build [--rounds 50] [--json]
 import argparse
 import json
 import os
-import socket
-import statistics
 import subprocess
 import tempfile
 import time
 
-
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-
-    def send(self, obj):
-        self.s.sendall(json.dumps(obj).encode() + b"\n")
-
-    def read(self):
-        while b"\n" not in self.buf:
-            chunk = self.s.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("braked closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def call(self, obj):
-        self.send(obj)
-        return self.read()
+from restart_time import Conn  # one JSON line each way, on braked's socket
 
 
 def start(build, durability, d):
@@ -85,8 +62,8 @@ def measure(build, durability, rounds):
                 lease = c.call({"op": "acquire", "user": user, "task": user,
                                 "tokens": 900})
                 direct.append(time.monotonic() - t0)
-                w.send({"op": "acquire", "user": user, "task": user,
-                        "tokens": 200, "wait_ms": 5000})
+                w.send_lines([{"op": "acquire", "user": user, "task": user,
+                               "tokens": 200, "wait_ms": 5000}])
                 while c.call({"op": "status", "user": user})["waiters"] < 1:
                     time.sleep(0.001)
                 done = c.call({"op": "commit", "lease": lease["lease"],

@@ -52,6 +52,46 @@ std::string Body(Dialect dialect, int status, const char* openai_type,
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// An amount of `resource` for a message: "0.0097 usd", "1200 tokens".
+std::string AmountText(double v, const std::string& resource) {
+  return FormatDecimal(v) + " " + (resource.empty() ? "units" : resource);
+}
+
+// The message's account of a cap: what the call would take of it, what is
+// left, what calls in flight hold.
+std::string CapText(const Refusal& r) {
+  std::string m;
+  if (r.reason == "reserved") {
+    if (r.held) {
+      m += "; " + AmountText(*r.held, r.resource) +
+           " of it is held by calls in flight, not spent: it comes back as "
+           "they settle";
+    }
+    return m;
+  }
+  // Left unspent: neither spent nor held, and what is held.
+  const double unspent =
+      r.remaining ? std::max(0.0, *r.remaining + r.held.value_or(0)) : 0;
+  if (r.would_reserve > 0) {
+    m += ": this call would reserve " + AmountText(r.would_reserve, r.resource);
+    if (r.remaining) {
+      m += " against " + AmountText(unspent, r.resource) + " left unspent of " +
+           AmountText(r.capacity, r.resource);
+    }
+  }
+  // The prompt alone would fit: the output maximum is what does not.
+  if (r.output_tokens > 0 && r.resource != "requests" && unspent > 0 &&
+      unspent >= r.prompt_reserve) {
+    m += "; the prompt fits, its output maximum of " +
+         std::to_string(r.output_tokens) + " tokens does not (" +
+         (r.output_defaulted ? "brake's default_max_tokens: the request "
+                               "names no maximum"
+                             : "as the request names it") +
+         "): ask for fewer";
+  }
+  return m;
+}
+
 }  // namespace
 
 std::string ResetText(int64_t ms) {
@@ -70,50 +110,6 @@ std::string ResetText(int64_t ms) {
   out += std::to_string(s) + "s";
   return out;
 }
-
-namespace {
-
-// An amount of `resource` for a message: "0.0097 usd", "1200 tokens".
-std::string AmountText(double v, const std::string& resource) {
-  return FormatDecimal(v) + " " + (resource.empty() ? "units" : resource);
-}
-
-// The message's account of a cap: what the call would take of it, what is
-// left, what calls in flight hold.
-std::string CapText(const Refusal& r) {
-  std::string m;
-  if (r.reason == "reserved") {
-    if (r.held) {
-      m += "; " + AmountText(*r.held, r.resource) +
-           " of it is held by calls in flight, not spent: it comes back as "
-           "they settle";
-    }
-    return m;
-  }
-  if (r.would_reserve > 0) {
-    m += ": this call would reserve " + AmountText(r.would_reserve, r.resource);
-    if (r.remaining) {
-      m += " against " +
-           AmountText(std::max(0.0, *r.remaining + r.held.value_or(0)),
-                      r.resource) +
-           " left unspent of " + AmountText(r.capacity, r.resource);
-    }
-  }
-  // The prompt alone would fit: the output maximum is what does not.
-  const double unspent = r.remaining ? *r.remaining + r.held.value_or(0) : 0;
-  if (r.output_tokens > 0 && r.resource != "requests" && unspent > 0 &&
-      unspent >= r.prompt_reserve) {
-    m += "; the prompt fits, its output maximum of " +
-         std::to_string(r.output_tokens) + " tokens does not (" +
-         (r.output_defaulted ? "brake's default_max_tokens: the request "
-                               "names no maximum"
-                             : "as the request names it") +
-         "): ask for fewer";
-  }
-  return m;
-}
-
-}  // namespace
 
 Answer DenialAnswer(Dialect dialect, const Refusal& r) {
   Answer a;

@@ -74,6 +74,14 @@ inline void RequireError(const json& reply, const std::string& code,
   }
 }
 
+// The next line of `client` (a reply sent earlier, or a waiter's answer),
+// within `timeout_ms`, as JSON.
+inline json ReadJson(Client& client, int64_t timeout_ms = 5000) {
+  std::optional<std::string> line = client.ReadLine(timeout_ms);
+  REQUIRE(line.has_value());
+  return json::parse(*line);
+}
+
 // Sets `scope`'s policy to the JSON array of limits `limits`.
 inline void SetPolicy(Client& client, const std::string& scope,
                       const char* limits) {

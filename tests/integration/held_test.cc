@@ -34,12 +34,6 @@ void SetDailyUsdCap(Client& c, const std::string& scope, double usd) {
                 {"period", "day"}}}}});
 }
 
-json ReadReply(Client& c, int64_t timeout_ms = 10000) {
-  std::optional<std::string> line = c.ReadLine(timeout_ms);
-  REQUIRE(line.has_value());
-  return json::parse(*line);
-}
-
 TEST_CASE("held caps refuse reserved and wait for the settlement, spent "
           "caps refuse as spent until the period ends",
           "[integration][held]") {
@@ -85,7 +79,7 @@ TEST_CASE("held caps refuse reserved and wait for the settlement, spent "
     SleepMs(300);
     CallOk(c, {{"op", "commit"}, {"lease", big}, {"tokens", 100}});
     const int64_t settled = MonoMs();
-    json granted = ReadReply(w);
+    json granted = ReadJson(w, 10000);
     INFO("waited: " << granted.dump());
     REQUIRE(granted["granted"] == true);
     // Woken by the settlement, not by the hint (a second) or the deadline.

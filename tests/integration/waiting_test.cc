@@ -44,12 +44,6 @@ void SendThenPing(Client& c, const json& request,
   }
 }
 
-json ReadJson(Client& c, int64_t timeout_ms = 5000) {
-  std::optional<std::string> line = c.ReadLine(timeout_ms);
-  REQUIRE(line.has_value());
-  return json::parse(*line);
-}
-
 const char* kGranted = "brake_acquires_total{result=\"granted\"}";
 
 TEST_CASE(
